@@ -1,0 +1,37 @@
+# Every target creates and uses its own virtualenv in .venv: nothing is installed system-wide.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint format bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## make demo: triage the bundled example incident and print the report
+demo: $(STAMP)
+	@$(BIN)/hyperpod-nccl triage examples/training-hang/logs; status=$$?; \
+	  if [ $$status -gt 1 ]; then exit $$status; fi
+
+## make test: lint, then every test
+test: $(STAMP) lint
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check server tests bench
+	$(BIN)/ruff format --check server tests bench
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix server tests bench
+	$(BIN)/ruff format server tests bench
+
+## make bench: throughput and peak memory of log triage against rg and grep -E
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache bench/out

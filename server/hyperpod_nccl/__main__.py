@@ -1,0 +1,3 @@
+from hyperpod_nccl.cli import main
+
+raise SystemExit(main())

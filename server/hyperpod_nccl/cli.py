@@ -1,0 +1,120 @@
+"""`hyperpod-nccl`: the same read-only diagnostics as the MCP server, for a person at a terminal.
+
+Exit status (shared/CONTRACT.md): 0 the run completed and found no P0/P1 issue; 1 it completed
+and found one or more; 2 the input or the arguments were unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+from hyperpod_nccl import __version__
+from hyperpod_nccl.models import Report
+from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
+from hyperpod_nccl.render import render_json, render_text, use_color
+
+EXIT_OK, EXIT_ISSUES, EXIT_UNUSABLE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """The input or the arguments cannot be used; the message is the one line printed on stderr."""
+
+
+def emit_report(report: Report, as_json: bool) -> int:
+    """Print a report as JSON or text and return the exit status it implies."""
+    if as_json:
+        sys.stdout.write(render_json(report) + "\n")
+    else:
+        sys.stdout.write(render_text(report, color=use_color(sys.stdout)))
+    return EXIT_ISSUES if report.blocking else EXIT_OK
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from hyperpod_nccl.mcp_server import build_server
+
+    server = build_server()
+    if args.http is None:
+        server.run("stdio")
+        return EXIT_OK
+    host, _, port = args.http.rpartition(":")
+    if not port.isdigit():
+        raise UsageError(f"--http expects HOST:PORT or PORT, got {args.http!r}")
+    server.run("streamable-http", host=host or "127.0.0.1", port=int(port))
+    return EXIT_OK
+
+
+def _references(args: argparse.Namespace) -> int:
+    index = default_index()
+    try:
+        if args.file and args.section:
+            sys.stdout.write(index.text(index.section(args.file, args.section)))
+            return EXIT_OK
+        files = [index.file(args.file)] if args.file else index.files()
+    except UnknownReference as error:
+        raise UsageError(str(error)) from None
+    listing = list_reference_files(index)
+    for info in listing.files:
+        if info.file not in {f.name for f in files}:
+            continue
+        print(f"{info.file}: {info.title}")
+        for section in info.sections:
+            print(f"  § {section.pointer.split(' § ', 1)[1]:<8} {section.title}")
+    return EXIT_OK
+
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP on HOST:PORT (HOST defaults to 127.0.0.1) instead of stdio",
+    )
+
+
+def _add_references_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", nargs="?", help="a reference file, e.g. debugging-guide.md")
+    parser.add_argument("section", nargs="?", help="a section number or heading, e.g. 11")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hyperpod-nccl",
+        description=(
+            "Read-only diagnosis of NCCL and distributed-training failures on GPU clusters "
+            "(SageMaker HyperPod on EKS or Slurm, Kubernetes, Slurm). Nothing it runs changes the "
+            "cluster: every fix is printed as a suggested command for you to run."
+        ),
+        epilog="Exit status: 0 no P0/P1 issue found, 1 issues found, 2 unusable input or arguments.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, help_text, add_arguments, run in COMMANDS:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        add_arguments(sub)
+        sub.set_defaults(run=run)
+    return parser
+
+
+# (name, help, add_arguments, run): one row per subcommand.
+COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Command]] = [
+    ("serve", "run the MCP server (stdio by default)", _add_serve_arguments, _serve),
+    ("references", "list reference sections, or print one", _add_references_arguments, _references),
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except UsageError as error:
+        print(f"hyperpod-nccl: {error}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error of ours
+        sys.stderr.close()
+        return EXIT_OK

@@ -1,0 +1,1 @@
+"""Where the product's promises are enforced: read-only access, validated input, redacted output."""

@@ -1,0 +1,151 @@
+"""The MCP server: a thin adapter from MCP tools, resources and prompts to the service functions.
+
+Every tool is read-only (annotated so, and backed by guarded clients), validates its input with
+pydantic, and returns structured output small enough for an LLM's context.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resources.types import TextResource
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from hyperpod_nccl import __version__
+from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.references import (
+    ReferenceIndex,
+    ReferenceList,
+    ReferenceSection,
+    UnknownReference,
+    default_index,
+    list_reference_files,
+    read_reference_section,
+)
+from hyperpod_nccl.workflow import DIAGNOSE_WORKFLOW, SERVER_INSTRUCTIONS
+
+READ_ONLY = ToolAnnotations(
+    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
+# Tools that read a live cluster: still read-only, but they reach outside this machine.
+READ_ONLY_LIVE = ToolAnnotations(
+    readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True
+)
+
+ReferenceFileName = Annotated[
+    str,
+    Field(pattern=r"^[a-z0-9][a-z0-9-]*\.md$", description="Reference file, e.g. debugging-guide.md."),
+]
+SectionKey = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        description="Section number or heading as printed after '§' in a finding, e.g. 11.",
+    ),
+]
+
+
+def list_references() -> ReferenceList:
+    """List the reference documents and their sections.
+
+    Use this to find the section a finding points at (`<file>.md § <section>`) or to browse
+    what the references cover. Returns every file with its section pointers and titles.
+    """
+    return list_reference_files()
+
+
+def read_reference(file: ReferenceFileName, section: SectionKey) -> ReferenceSection:
+    """Read one section of a reference document.
+
+    Use this for every FAIL or WARN: call it with the file and section from the finding's
+    `reference` field (`debugging-guide.md § 11` → file="debugging-guide.md", section="11")
+    before suggesting anything. Returns the section's markdown.
+    """
+    try:
+        return read_reference_section(file, section)
+    except UnknownReference as error:
+        raise ToolError(str(error)) from None
+
+
+def _redacted(tool: Callable[..., Any]) -> Callable[..., Any]:
+    """Every tool's output passes the redaction boundary before it reaches the client."""
+    if inspect.iscoroutinefunction(tool):
+
+        @functools.wraps(tool)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            return redact_model(await tool(*args, **kwargs))
+
+        return run_async
+
+    @functools.wraps(tool)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return redact_model(tool(*args, **kwargs))
+
+    return run
+
+
+# (tool, annotations). Later capabilities append their tools here.
+TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
+    (list_references, READ_ONLY),
+    (read_reference, READ_ONLY),
+]
+
+
+def _add_reference_resources(server: MCPServer, index: ReferenceIndex) -> None:
+    for reference in index.files():
+        server.add_resource(
+            TextResource(
+                uri=f"hyperpod-nccl://references/{reference.name}",
+                name=reference.name,
+                title=reference.title,
+                description=f"Reference document {reference.name}",
+                mime_type="text/markdown",
+                text="\n".join(reference.lines) + "\n",
+            )
+        )
+        for section in reference.sections:
+            server.add_resource(
+                TextResource(
+                    uri=f"hyperpod-nccl://references/{reference.name}/{quote(section.key, safe='')}",
+                    name=section.pointer,
+                    title=section.title,
+                    description=f"{section.pointer}: {section.title}",
+                    mime_type="text/markdown",
+                    text=index.text(section),
+                )
+            )
+
+
+def build_server() -> MCPServer:
+    server = MCPServer(
+        name="hyperpod-nccl",
+        title="HyperPod NCCL debugger (read-only)",
+        version=__version__,
+        instructions=SERVER_INSTRUCTIONS,
+        log_level="WARNING",
+    )
+    for tool, tool_annotations in TOOLS:
+        server.add_tool(_redacted(tool), annotations=tool_annotations, structured_output=True)
+    _add_reference_resources(server, default_index())
+
+    @server.prompt(
+        name="diagnose_nccl_failure",
+        title="Diagnose an NCCL or distributed-training failure",
+        description="The read-only workflow: collect → diagnose → read the section → suggest → rerun.",
+    )
+    def diagnose_nccl_failure(cluster: str = "", region: str = "", error: str = "") -> str:
+        return DIAGNOSE_WORKFLOW.format(
+            cluster=cluster or "<ask the user>",
+            region=region or "<ask the user>",
+            error=error or "<ask the user for the exact error string>",
+        )
+
+    return server

@@ -1,0 +1,204 @@
+"""The report contract (shared/CONTRACT.md v1) as pydantic models.
+
+Tools, tests and outside checks read the JSON these models produce, so fields are only ever
+added, never renamed or removed. Everything a diagnostic concludes ends up in one `Report`.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
+
+SCHEMA_VERSION = 1
+
+REFERENCE_POINTER = re.compile(r"^(?P<file>[a-z0-9][a-z0-9-]*\.md) § (?P<section>\S.*)$")
+
+
+class Status(StrEnum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    WARN = "WARN"
+    INFO = "INFO"
+
+
+class Priority(StrEnum):
+    P0 = "P0"  # blocks training
+    P1 = "P1"  # degraded
+    P2 = "P2"  # informational
+
+
+PRIORITY_MEANING = {
+    Priority.P0: "blocks training",
+    Priority.P1: "degraded",
+    Priority.P2: "informational",
+}
+
+
+class Category(StrEnum):
+    DATA_LOADING_STALL = "data_loading_stall"
+    COLLECTIVE_MISMATCH = "collective_mismatch"
+    NETWORK = "network"
+    GPU_HARDWARE = "gpu_hardware"
+    GPU_OOM = "gpu_oom"
+    HOST_OOM = "host_oom"
+    STORAGE_IO = "storage_io"
+    SOFTWARE = "software"
+    CONFIG = "config"
+    RENDEZVOUS = "rendezvous"
+    INFRASTRUCTURE = "infrastructure"
+    DATA = "data"
+    UNKNOWN = "unknown"
+
+
+class BlastRadius(StrEnum):
+    """What running a suggested command does to the cluster, from harmless to destructive."""
+
+    READ_ONLY = "read-only check"
+    RESTARTS_POD = "restarts a pod"
+    RESTARTS_JOB = "restarts the training job"
+    CHANGES_CONFIG = "changes cluster or job configuration"
+    DRAINS_OR_REBOOTS_NODE = "drains or reboots a node"
+    REPLACES_NODE = "replaces a node and destroys its volumes"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_enum_values=False)
+
+
+class Evidence(_Model):
+    """One observation that supports a finding: a log line, an API field, a probe output line."""
+
+    source: str = Field(description="File name, API call or probe section the text came from.")
+    line: PositiveInt | None = Field(default=None, description="1-based line number within source.")
+    text: str = Field(description="The line as read (secrets redacted).")
+    rank: int | None = Field(default=None, description="Global rank that wrote the line, when known.")
+    node: str | None = Field(default=None, description="Host name the line came from, when known.")
+    instance_id: str | None = Field(default=None, description="EC2 instance id, when known.")
+
+
+class SuggestedCommand(_Model):
+    """A command for the user to run themselves. The product never runs it."""
+
+    command: str
+    why: str
+    blast_radius: BlastRadius = Field(description="What running it does to the cluster.")
+    permission: str | None = Field(
+        default=None, description="IAM action or Kubernetes RBAC verb the command needs."
+    )
+
+
+class Finding(_Model):
+    id: str = Field(pattern=r"^[a-z0-9_]+(\.[a-z0-9_]+)+$", description="Stable dotted identifier.")
+    status: Status
+    priority: Priority | None = None
+    title: str
+    reference: str | None = Field(
+        default=None, description="`<file>.md § <section>` under references/; required on FAIL/WARN."
+    )
+    detail: str = Field(default="", description="What the finding means, in a sentence or two.")
+    ranks: list[int] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)
+    instance_ids: list[str] = Field(default_factory=list)
+    pods: list[str] = Field(default_factory=list)
+    evidence: list[Evidence] = Field(default_factory=list)
+    suggested_commands: list[SuggestedCommand] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _issues_carry_priority_and_reference(self) -> Self:
+        if self.status in (Status.FAIL, Status.WARN):
+            if self.priority is None:
+                raise ValueError(f"finding {self.id}: {self.status} needs a priority")
+            if self.reference is None:
+                raise ValueError(f"finding {self.id}: {self.status} needs a reference")
+        if self.reference is not None and not REFERENCE_POINTER.match(self.reference):
+            raise ValueError(
+                f"finding {self.id}: reference {self.reference!r} is not '<file>.md § <section>'"
+            )
+        return self
+
+    @property
+    def is_issue(self) -> bool:
+        return self.status in (Status.FAIL, Status.WARN)
+
+
+class RootCause(_Model):
+    category: Category
+    summary: str
+    culprit_ranks: list[int] = Field(default_factory=list)
+    culprit_nodes: list[str] = Field(default_factory=list)
+    chain: list[str] = Field(default_factory=list, description="From the first trigger to the final crash.")
+    confidence: Literal["high", "medium", "low"]
+    ruled_out: list[str] = Field(default_factory=list, description="Causes considered and excluded, and why.")
+
+
+class TimelineEvent(_Model):
+    time: str | None = Field(description="ISO 8601 UTC, or null when the source carries no usable time.")
+    source: str = Field(description="`file:line` or the API the event came from.")
+    event: str
+    rank: int | None = None
+    node: str | None = None
+
+
+class SkippedInput(_Model):
+    """An input the diagnostic could not (fully) use, and why. Never silently dropped."""
+
+    source: str
+    reason: str
+
+
+class Summary(_Model):
+    issues_found: NonNegativeInt
+    p0: NonNegativeInt
+    p1: NonNegativeInt
+    p2: NonNegativeInt
+    files_read: NonNegativeInt = 0
+    ranks_seen: NonNegativeInt = 0
+
+
+_STATUS_ORDER = {Status.FAIL: 0, Status.WARN: 1, Status.INFO: 2, Status.PASS: 3}
+_PRIORITY_ORDER = {Priority.P0: 0, Priority.P1: 1, Priority.P2: 2, None: 3}
+
+
+def finding_sort_key(finding: Finding) -> tuple[int, int, str]:
+    return (_PRIORITY_ORDER[finding.priority], _STATUS_ORDER[finding.status], finding.id)
+
+
+class Report(_Model):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["triage", "diagnose"]
+    summary: Summary
+    findings: list[Finding] = Field(default_factory=list)
+    root_cause: RootCause | None = None
+    timeline: list[TimelineEvent] = Field(default_factory=list)
+    skipped: list[SkippedInput] = Field(default_factory=list)
+
+    @classmethod
+    def build(
+        cls,
+        kind: Literal["triage", "diagnose"],
+        findings: list[Finding],
+        *,
+        files_read: int = 0,
+        ranks_seen: int = 0,
+        **fields: object,
+    ) -> Report:
+        """Assemble a report whose summary is derived from its findings, never set by hand."""
+        ordered = sorted(findings, key=finding_sort_key)
+        issues = [f for f in ordered if f.is_issue]
+        summary = Summary(
+            issues_found=len(issues),
+            p0=sum(f.priority == Priority.P0 for f in issues),
+            p1=sum(f.priority == Priority.P1 for f in issues),
+            p2=sum(f.priority == Priority.P2 for f in issues),
+            files_read=files_read,
+            ranks_seen=ranks_seen,
+        )
+        return cls(kind=kind, summary=summary, findings=ordered, **fields)
+
+    @property
+    def blocking(self) -> bool:
+        """True when the run found a P0 or P1 issue (exit status 1 per the contract)."""
+        return self.summary.p0 + self.summary.p1 > 0

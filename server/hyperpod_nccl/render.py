@@ -1,0 +1,107 @@
+"""Presenters: the text report operators know from the HyperPod diagnostic script, and JSON.
+
+Renderers only format. Both redact first, so nothing leaves the process unredacted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TextIO
+
+from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.models import PRIORITY_MEANING, Finding, Priority, Report, Status
+from hyperpod_nccl.rankset import compress
+
+_COLORS = {
+    Status.FAIL: "\033[31m",
+    Status.WARN: "\033[33m",
+    Status.PASS: "\033[32m",
+    Status.INFO: "\033[36m",
+}
+_RESET = "\033[0m"
+_MAX_EVIDENCE_PER_FINDING = 3
+_MAX_LISTED = 12
+
+
+def use_color(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR or TERM=dumb."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(redact_model(report).model_dump(mode="json"), indent=2, ensure_ascii=False)
+
+
+def _listing(values: list[str]) -> str:
+    shown = ", ".join(values[:_MAX_LISTED])
+    return shown + (f" (+{len(values) - _MAX_LISTED} more)" if len(values) > _MAX_LISTED else "")
+
+
+def _finding_lines(finding: Finding, color: bool) -> list[str]:
+    tag = f"[{finding.status}]"
+    if color:
+        tag = f"{_COLORS[finding.status]}{tag}{_RESET}"
+    priority = f" {finding.priority}" if finding.priority else ""
+    lines = [f"{tag}{priority} {finding.title}"]
+    indent = " " * 7
+    if finding.detail:
+        lines.append(f"{indent}{finding.detail}")
+    scope = []
+    if finding.ranks:
+        scope.append(f"ranks: {compress(finding.ranks)}")
+    if finding.nodes:
+        scope.append(f"nodes: {_listing(finding.nodes)}")
+    if finding.instance_ids:
+        scope.append(f"instances: {_listing(finding.instance_ids)}")
+    if finding.pods:
+        scope.append(f"pods: {_listing(finding.pods)}")
+    if scope:
+        lines.append(indent + "   ".join(scope))
+    for evidence in finding.evidence[:_MAX_EVIDENCE_PER_FINDING]:
+        where = f"{evidence.source}:{evidence.line}" if evidence.line else evidence.source
+        lines.append(f"{indent}evidence {where}: {evidence.text.strip()[:300]}")
+    if len(finding.evidence) > _MAX_EVIDENCE_PER_FINDING:
+        lines.append(f"{indent}(+{len(finding.evidence) - _MAX_EVIDENCE_PER_FINDING} more evidence lines)")
+    if finding.reference and finding.is_issue:
+        lines.append(f"{indent}→ references/{finding.reference}")
+    if finding.suggested_commands:
+        lines.append(f"{indent}Suggested command (run this yourself):")
+        for suggestion in finding.suggested_commands:
+            lines.append(f"{indent}  $ {suggestion.command}")
+            needs = f"; needs {suggestion.permission}" if suggestion.permission else ""
+            lines.append(f"{indent}    {suggestion.why} [{suggestion.blast_radius}{needs}]")
+    return lines
+
+
+def render_text(report: Report, *, color: bool = False) -> str:
+    report = redact_model(report)
+    summary = report.summary
+    lines = [
+        f"hyperpod-nccl {report.kind}: {summary.files_read} files read, {summary.ranks_seen} ranks seen",
+        "",
+    ]
+    for finding in report.findings:
+        lines.extend(_finding_lines(finding, color))
+    if report.root_cause:
+        cause = report.root_cause
+        lines += ["", f"Root cause: {cause.category} (confidence {cause.confidence})", f"  {cause.summary}"]
+        if cause.culprit_ranks:
+            lines.append(f"  culprit ranks: {compress(cause.culprit_ranks)}")
+        if cause.culprit_nodes:
+            lines.append(f"  culprit nodes: {_listing(cause.culprit_nodes)}")
+        lines += [f"  {step}" for step in cause.chain]
+        lines += [f"  ruled out: {item}" for item in cause.ruled_out]
+    if report.timeline:
+        lines += ["", "Timeline (UTC):"]
+        lines += [f"  {event.time or '?':<25} {event.source:<32} {event.event}" for event in report.timeline]
+    if report.skipped:
+        lines += ["", "Skipped inputs:"]
+        lines += [f"  {item.source}: {item.reason}" for item in report.skipped]
+    lines += ["", "=" * 60, f"Issues Found: {summary.issues_found}"]
+    for priority in Priority:
+        lines.append(f"  {priority} ({PRIORITY_MEANING[priority]}): {getattr(summary, priority.lower())}")
+    return "\n".join(lines) + "\n"
