@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, 
 
 SCHEMA_VERSION = 1
 
+_POINTER_FORM = "'<file>.md § <section>'"
 REFERENCE_POINTER = re.compile(r"^(?P<file>[a-z0-9][a-z0-9-]*\.md) § (?P<section>\S.*)$")
 
 
@@ -114,9 +115,7 @@ class Finding(_Model):
             if self.reference is None:
                 raise ValueError(f"finding {self.id}: {self.status} needs a reference")
         if self.reference is not None and not REFERENCE_POINTER.match(self.reference):
-            raise ValueError(
-                f"finding {self.id}: reference {self.reference!r} is not '<file>.md § <section>'"
-            )
+            raise ValueError(f"finding {self.id}: reference {self.reference!r} is not {_POINTER_FORM}")
         return self
 
     @property

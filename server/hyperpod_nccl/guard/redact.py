@@ -36,7 +36,10 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
         ),
         rf"\1\2{MASK}",
     ),
-    (re.compile(r"(?i)\b(--?(?:password|token|secret|api-key))(\s+|=)(?!\[REDACTED\])\S+"), rf"\1\2{MASK}"),
+    (
+        re.compile(r"(?i)(?<![\w-])(--?(?:password|token|secret|api-key))(\s+|=)(?!\[REDACTED\])\S+"),
+        rf"\1\2{MASK}",
+    ),
     (re.compile(r"(?i)(://[^/\s:@]+:)[^@\s/]+(@)"), rf"\1{MASK}\2"),  # user:password@host
     (re.compile(r"(?i)(X-Amz-(?:Security-Token|Signature|Credential)=)[^&\s]+"), rf"\1{MASK}"),
 ]
