@@ -18,11 +18,6 @@ pytestmark = pytest.mark.anyio
 SERVER_COMMAND = [sys.executable, "-m", "hyperpod_nccl", "serve"]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
