@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LINT_PATHS := $(wildcard server tests bench)
 
 .PHONY: demo test lint format bench clean
 
@@ -22,12 +23,12 @@ test: $(STAMP) lint
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check server tests bench
-	$(BIN)/ruff format --check server tests bench
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix server tests bench
-	$(BIN)/ruff format server tests bench
+	$(BIN)/ruff check --fix $(LINT_PATHS)
+	$(BIN)/ruff format $(LINT_PATHS)
 
 ## make bench: throughput and peak memory of log triage against rg and grep -E
 bench: $(STAMP)
