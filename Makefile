@@ -18,9 +18,15 @@ demo: $(STAMP)
 	@$(BIN)/hyperpod-nccl triage examples/training-hang/logs; status=$$?; \
 	  if [ $$status -gt 1 ]; then exit $$status; fi
 
+# Claude Code's CLI, for the test that registers the server exactly as the README says.
+# Optional: without npm (or the registry) the test skips and says why.
+CLAUDE_BIN := $(VENV)/claude/node_modules/.bin/claude
+$(CLAUDE_BIN):
+	-@command -v npm >/dev/null && npm install --silent --no-fund --no-audit --prefix $(VENV)/claude @anthropic-ai/claude-code >/dev/null 2>&1 || true
+
 ## make test: lint, then every test
-test: $(STAMP) lint
-	$(BIN)/pytest -q
+test: $(STAMP) lint $(CLAUDE_BIN)
+	HYPERPOD_NCCL_CLAUDE_BIN=$(if $(wildcard $(CLAUDE_BIN)),$(abspath $(CLAUDE_BIN)),) $(BIN)/pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
