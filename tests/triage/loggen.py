@@ -425,7 +425,7 @@ def write_training(
             at = when + seconds((rank % 13) * 0.003)
             ls.rank(rank, at, step_line(at, rank, step, loss))
             if rng.random() < reset_rate:
-                ls.rank(rank, at + seconds(0.05), recovered_reset(rng, rank))
+                ls.rank(rank, at + seconds(0.05), recovered_reset(rng))
         ls.flush()
     return when + seconds(job.step_seconds)
 
@@ -451,7 +451,7 @@ def urllib3_retry(total: int, url: str) -> str:
     )
 
 
-def recovered_reset(rng: random.Random, rank: int) -> str:
+def recovered_reset(rng: random.Random) -> str:
     """A reset on a stale keep-alive connection, retried once and never again: noise (seed 003)."""
     return urllib3_retry(4, shard_url(rng))
 

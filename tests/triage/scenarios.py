@@ -958,7 +958,7 @@ def healthy_with_noise(root: Path) -> Planted:
             rank,
             ended + seconds(1),
             [
-                recovered_reset(rng, rank),
+                recovered_reset(rng),
                 nccl.info(host, pid, local, "[Service thread] Connection closed by localRank 0"),
                 nccl.info(
                     host,
