@@ -33,6 +33,8 @@ class RecordedCluster:
     objects: list[dict[str, Any]] = field(default_factory=list)
     # (namespace, pod, container or "", previous) -> log text
     logs: dict[tuple[str, str, str, bool], str] = field(default_factory=dict)
+    # resource plural (or "*" for every request) -> HTTP status to answer with, e.g. 403
+    denied: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,6 +104,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, api_version: str, namespace: str | None, rest: list[str], query: dict) -> None:
         plural, name, sub = [*rest, None, None][:3]
+        denied = self.server_state.cluster.denied
+        status = denied.get("*") or denied.get(f"{plural}/{sub}" if sub else plural or "")
+        if status:
+            user = "arn:aws:sts::111122223333:assumed-role/ReadOnly/diag"
+            forbidden = f'{plural} is forbidden: User "{user}" cannot list resource "{plural}"'
+            message, reason = (forbidden, "Forbidden") if status == 403 else ("Unauthorized", "Unauthorized")
+            self._send(
+                status,
+                {"kind": "Status", "status": "Failure", "code": status, "reason": reason, "message": message},
+            )
+            return
         if sub == "log":
             key = (
                 namespace or "",
