@@ -522,11 +522,21 @@ def write_collective_timeout(
     job = ls.job
     first = stuck_at + timedelta(milliseconds=job.timeout_ms) + seconds(0.02)
     for rank, work in work_of.items():
-        when = first + seconds((rank * 7 % 23) * 0.013)
+        when = first + seconds(_watchdog_lag(rank))
         enqueued = (enqueued_of or {}).get(rank, work.seq)
         write_watchdog_fired(ls, rank, when, work, enqueued, completed_of[rank], (marks or {}).get(rank))
     ls.flush()
     return first
+
+
+def _watchdog_lag(rank: int) -> float:
+    """Watchdogs poll on their own schedule, so ranks notice the same timeout a little apart."""
+    return (rank * 7 % 23) * 0.013
+
+
+def first_to_fire(ranks: Iterable[int]) -> int:
+    """The rank whose watchdog notices a shared timeout first (the dump signal's origin)."""
+    return min(ranks, key=lambda rank: (_watchdog_lag(rank), rank))
 
 
 def write_launcher_exits(

@@ -16,6 +16,7 @@ from pathlib import Path
 from tests.triage.formats import Work
 from tests.triage.loggen import (
     COLLECTIVES_PER_STEP,
+    GRAD_NUMEL,
     LOADER_FRAMES,
     TRAIN_FRAMES,
     Job,
@@ -24,6 +25,7 @@ from tests.triage.loggen import (
     LogSet,
     Mark,
     Planted,
+    first_to_fire,
     python_traceback,
     recovered_reset,
     seconds,
@@ -107,22 +109,17 @@ def _straggler(
     ls = LogSet(root, job)
     stuck_at = _train(ls, steps)
     base = steps * COLLECTIVES_PER_STEP
-    stuck = Work(
-        base + 1,
-        "BROADCAST" if rank0_ahead else "ALLREDUCE",
-        131_072_000 if rank0_ahead else 9_801_523,
-        131_072_000 if rank0_ahead else 9_801_523,
-        job.timeout_ms,
-    )
+    op, numel = ("BROADCAST", 131_072_000) if rank0_ahead else ("ALLREDUCE", GRAD_NUMEL)
+    stuck = Work(base + 1, op, numel, numel, job.timeout_ms)
     waiting = {r: stuck for r in range(job.world_size) if r != straggler}
     completed = {r: base for r in waiting}
     enqueued = {r: stuck.seq for r in waiting}
     if rank0_ahead and straggler != 0:
         # The broadcast root finished its send and is already waiting in the next all-reduce.
-        waiting[0] = Work(base + 2, "ALLREDUCE", 9_801_523, 9_801_523, job.timeout_ms)
+        waiting[0] = Work(base + 2, "ALLREDUCE", GRAD_NUMEL, GRAD_NUMEL, job.timeout_ms)
         completed[0], enqueued[0] = base + 1, base + 2
     fired = write_collective_timeout(ls, stuck_at + seconds(0.3), waiting, completed, enqueued)
-    first = min(waiting, key=lambda r: (r * 7 % 23, r))
+    first = first_to_fire(waiting)
     write_notified(
         ls,
         straggler,
