@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from hyperpod_nccl import __version__
+from hyperpod_nccl.bundle.cli import add_bundle_arguments, run_bundle
+from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare_command
 from hyperpod_nccl.models import Report
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
 from hyperpod_nccl.render import render_json, render_text, use_color
@@ -103,6 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Command]] = [
     ("serve", "run the MCP server (stdio by default)", _add_serve_arguments, _serve),
     ("references", "list reference sections, or print one", _add_references_arguments, _references),
+    (
+        "compare",
+        "compare two saved reports: fixed, still failing, new (exit 1 while anything remains)",
+        add_compare_command_arguments,
+        run_compare_command,
+    ),
+    (
+        "bundle",
+        "write a redacted escalation bundle (.tar.gz with CASE.md) for an AWS Support case",
+        add_bundle_arguments,
+        run_bundle,
+    ),
 ]
 
 

@@ -29,7 +29,13 @@ from hyperpod_nccl.references import (
     list_reference_files,
     read_reference_section,
 )
-from hyperpod_nccl.workflow import DIAGNOSE_WORKFLOW, SERVER_INSTRUCTIONS
+from hyperpod_nccl.skill_tools import compare_reports, create_escalation_bundle
+from hyperpod_nccl.workflow import (
+    DIAGNOSE_WORKFLOW,
+    ESCALATION_WORKFLOW,
+    SERVER_INSTRUCTIONS,
+    TRIAGE_WORKFLOW,
+)
 
 READ_ONLY = ToolAnnotations(
     readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
@@ -96,6 +102,9 @@ def _redacted(tool: Callable[..., Any]) -> Callable[..., Any]:
 TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (list_references, READ_ONLY),
     (read_reference, READ_ONLY),
+    (compare_reports, READ_ONLY),
+    # Writes one local .tar.gz and nothing else: read-only as far as any cluster is concerned.
+    (create_escalation_bundle, READ_ONLY),
 ]
 
 
@@ -124,6 +133,32 @@ def _add_reference_resources(server: MCPServer, index: ReferenceIndex) -> None:
             )
 
 
+def _add_workflow_prompts(server: MCPServer) -> None:
+    @server.prompt(
+        name="triage_training_logs",
+        title="Triage a distributed job's training logs",
+        description="Find the rank and event that came first in a folder of worker logs, read-only.",
+    )
+    def triage_training_logs(log_dir: str = "", storage_log_dir: str = "", error: str = "") -> str:
+        return TRIAGE_WORKFLOW.format(
+            log_dir=log_dir or "<ask the user where every rank's logs are>",
+            storage_log_dir=storage_log_dir or "none given",
+            error=error or "<ask the user for the exact error string>",
+        )
+
+    @server.prompt(
+        name="prepare_escalation",
+        title="Prepare an AWS Support escalation",
+        description="Check the escalation criteria, then write a redacted bundle with CASE.md.",
+    )
+    def prepare_escalation(cluster: str = "", region: str = "", report: str = "") -> str:
+        return ESCALATION_WORKFLOW.format(
+            cluster=cluster or "<ask the user>",
+            region=region or "<ask the user>",
+            report=report or "<the latest report: a --json file or the last tool result>",
+        )
+
+
 def build_server() -> MCPServer:
     server = MCPServer(
         name="hyperpod-nccl",
@@ -135,6 +170,7 @@ def build_server() -> MCPServer:
     for tool, tool_annotations in TOOLS:
         server.add_tool(_redacted(tool), annotations=tool_annotations, structured_output=True)
     _add_reference_resources(server, default_index())
+    _add_workflow_prompts(server)
 
     @server.prompt(
         name="diagnose_nccl_failure",

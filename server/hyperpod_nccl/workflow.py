@@ -27,3 +27,46 @@ Error reported by the user: {error}
    destroys its volumes. Never discard training state on speculation.
 5. Rerun the diagnostic after the user acts, and compare with the previous report.
 """
+
+TRIAGE_WORKFLOW = """\
+Triage the training logs of a failed or hung distributed job, read-only.
+
+Logs: {log_dir}   Storage daemon logs: {storage_log_dir}
+Error reported by the user: {error}
+
+1. Make sure the folder holds every rank's logs (all nodes, all ranks), not one file: the
+   rank that caused a hang is usually the one that printed nothing special.
+2. Call triage_logs on the folder (and the storage logs, if any). Save nothing by hand: the
+   result is the report.
+3. Read the root cause first: its category, culprit ranks and nodes, and the chain from the
+   first trigger to the final crash. Watchdog timeouts on every rank are the symptom, not the
+   cause.
+4. For every FAIL and WARN, call read_reference with the file and section from its
+   `reference`, then explain the finding with its evidence (file:line, rank, node).
+5. Present each suggested command as "Suggested command (run this yourself)" with its blast
+   radius. Never run them; never discard training state on speculation.
+6. After the user acts and the job reruns, triage the new logs and call compare_reports with
+   the previous and the new report: say what is fixed, still failing and new.
+"""
+
+ESCALATION_WORKFLOW = """\
+Prepare an AWS Support escalation, read-only.
+
+Cluster: {cluster}   Region: {region}
+Report: {report}
+
+1. Check the criteria. Escalate when the network checks pass (security groups, EFA on-node)
+   but NCCL still times out; hardware checks pass on every node but the collective still
+   hangs; the diagnostic finds no issue but training still fails; GPU Xid errors persist after
+   a node replacement; or rendezvous on a large cluster still hangs after the collective
+   timeout was raised and the memlock workaround applied. Otherwise, keep diagnosing.
+2. Make sure the latest diagnostic ran on the failing job (run_diagnostic with more sampled
+   nodes for an escalation, or triage_logs on every rank's logs).
+3. Call create_escalation_bundle with the report (a file path or the report object), the
+   saved snapshot folder if there is one, the log folder, and the cluster, region, namespace
+   and job. It writes one local .tar.gz, redacted, and changes nothing on the cluster.
+4. Tell the user where the bundle is, which case items it still lacks (`missing`), and ask
+   them to fill those in CASE.md.
+5. Give the upload as "Suggested command (run this yourself)": the `upload.command` from the
+   result with their bucket filled in. Never upload it yourself. The S3 URI goes in the case.
+"""

@@ -1,0 +1,155 @@
+"""The escalation bundle: a redacted Snapshot plus the report, and CASE.md for AWS Support.
+
+`create_bundle` is the service the CLI (`hyperpod-nccl bundle`) and the MCP tool
+(`create_escalation_bundle`) share. It reads local files and writes one local `.tar.gz`; it
+changes nothing on any cluster and uploads nothing (the upload is a suggested command).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from hyperpod_nccl.bundle.archive import BUNDLE_FOLDER, BundleError, check_output_path, write_archive
+from hyperpod_nccl.bundle.case import UploadSuggestion, render_case, upload_suggestion
+from hyperpod_nccl.bundle.facts import CaseFacts, case_facts
+from hyperpod_nccl.compare import UnusableReport, load_report, report_from_data
+from hyperpod_nccl.guard.redact import redact_data, redact_model
+from hyperpod_nccl.models import Report
+from hyperpod_nccl.render import render_json, render_text
+from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot
+
+__all__ = ["BundleError", "BundleRequest", "BundleResult", "create_bundle"]
+
+
+class BundleRequest(BaseModel):
+    output: Path
+    report: Path | None = None
+    report_data: dict[str, Any] | None = Field(default=None, description="A report given inline, as JSON.")
+    snapshot: Path | None = None
+    logs: Path | None = None
+    cluster: str | None = None
+    region: str | None = None
+    namespace: str | None = None
+    job: str | None = None
+    created_at: datetime | None = Field(default=None, description="Fixes the members' time (tests).")
+
+
+class BundleResult(BaseModel):
+    path: str = Field(description="The bundle written on the machine running hyperpod-nccl.")
+    size_bytes: int
+    sha256: str
+    members: list[str] = Field(description="Member names inside the archive, sorted.")
+    case: CaseFacts = Field(description="What CASE.md states: cluster, window, affected ids, errors, env.")
+    upload: UploadSuggestion
+    missing: list[str] = Field(description="Case items the inputs did not carry: ask the user for them.")
+
+
+def _load_snapshot(path: Path) -> Snapshot:
+    directory = path.parent if path.is_file() else path
+    if not (directory / SNAPSHOT_FILE).is_file():
+        raise BundleError(f"{path} holds no {SNAPSHOT_FILE}; pass a folder saved by `diagnose --save-bundle`")
+    try:
+        return Snapshot.load(directory)
+    except (ValidationError, ValueError) as error:
+        raise BundleError(f"{directory / SNAPSHOT_FILE} is not a hyperpod-nccl snapshot: {error}") from None
+
+
+def _triage(logs: Path) -> Report:
+    try:
+        from hyperpod_nccl.triage.engine import run_triage
+    except ImportError:
+        raise BundleError("log triage is not available in this installation; pass --report instead") from None
+    if not logs.is_dir():
+        raise BundleError(f"{logs} is not a folder of training logs")
+    return run_triage([logs], [])
+
+
+def _reports(request: BundleRequest) -> dict[str, Report]:
+    if request.report is None and request.report_data is None and request.logs is None:
+        raise BundleError("give a report saved with `triage --json` / `diagnose --json`, or a log folder")
+    reports: dict[str, Report] = {}
+    try:
+        if request.report is not None:
+            reports["report"] = load_report(request.report)
+        elif request.report_data is not None:
+            reports["report"] = report_from_data(request.report_data)
+    except UnusableReport as error:
+        raise BundleError(str(error)) from None
+    if request.logs is not None:
+        reports["triage-report"] = _triage(request.logs)
+    return reports
+
+
+def _json(data: Any) -> str:
+    return json.dumps(redact_data(data), indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def _members(reports: dict[str, Report], snapshot: Snapshot | None, facts: CaseFacts) -> dict[str, str]:
+    members: dict[str, str] = {"case.json": _json(facts.model_dump(mode="json"))}
+    for name, report in reports.items():
+        members[f"{name}.json"] = render_json(report) + "\n"
+        members[f"{name}.txt"] = render_text(report)
+    if snapshot is not None:
+        members["snapshot.json"] = _json(redact_model(snapshot).model_dump(mode="json"))
+    if facts.error_strings:
+        members["error-strings.txt"] = "".join(
+            f"{item.source}:{item.line or ''}\t{item.finding}\t{item.text.rstrip()}\n"
+            for item in facts.error_strings
+        )
+    if facts.environment.variables:
+        members["nccl-env.txt"] = f"# {facts.environment.pod} ({facts.environment.container})\n" + "".join(
+            f"{name}={value}\n" for name, value in facts.environment.variables.items()
+        )
+    return members
+
+
+def _missing(facts: CaseFacts) -> list[str]:
+    checks = {
+        "cluster name or ARN": facts.cluster.name or facts.cluster.arn,
+        "AWS region": facts.cluster.region,
+        "orchestrator": facts.cluster.orchestrator,
+        "failure window (UTC)": facts.window.start,
+        "exact error strings": facts.error_strings,
+        "affected instance ids / nodes / pods": facts.affected.instance_ids
+        or facts.affected.nodes
+        or facts.affected.pods,
+        "NCCL / FI / TORCH environment of one pod": facts.environment.variables,
+    }
+    return [item for item, value in checks.items() if not value]
+
+
+def create_bundle(request: BundleRequest) -> BundleResult:
+    """Write the escalation bundle and say what it holds and what the case still lacks."""
+    output = check_output_path(request.output)
+    reports = _reports(request)
+    snapshot = _load_snapshot(request.snapshot) if request.snapshot is not None else None
+    facts = redact_model(
+        case_facts(
+            list(reports.values()),
+            snapshot,
+            cluster=request.cluster,
+            region=request.region,
+            namespace=request.namespace,
+            job=request.job,
+        )
+    )
+    members = _members(reports, snapshot, facts)
+    listed = sorted([*members, "CASE.md"])
+    members["CASE.md"] = render_case(facts, list(reports.values()), listed, output.name)
+    created = request.created_at or datetime.now(UTC)
+    data = write_archive(output, members, int(created.timestamp()))
+    return BundleResult(
+        path=str(output),
+        size_bytes=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        members=[f"{BUNDLE_FOLDER}/{name}" for name in listed],
+        case=facts,
+        upload=upload_suggestion(output.name),
+        missing=_missing(facts),
+    )

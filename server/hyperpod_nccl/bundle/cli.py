@@ -1,0 +1,88 @@
+"""`hyperpod-nccl bundle`: write the escalation bundle for an AWS Support case."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from hyperpod_nccl.bundle import BundleError, BundleRequest, BundleResult, create_bundle
+from hyperpod_nccl.guard.redact import redact_text
+from hyperpod_nccl.guard.validate import ClusterName, JobName, Namespace, Region
+
+
+def _checked(kind: Any) -> Any:
+    adapter = TypeAdapter(kind)
+
+    def check(value: str) -> str:
+        try:
+            return adapter.validate_python(value)
+        except ValidationError as error:
+            raise argparse.ArgumentTypeError(error.errors()[0]["msg"]) from None
+
+    return check
+
+
+def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--report", type=Path, metavar="REPORT.json", help="a report saved with --json")
+    parser.add_argument(
+        "--snapshot", type=Path, metavar="DIR", help="a folder saved by diagnose --save-bundle"
+    )
+    parser.add_argument(
+        "--logs", type=Path, metavar="LOG_DIR", help="training logs to triage into the bundle"
+    )
+    parser.add_argument("--cluster", type=_checked(ClusterName), help="HyperPod cluster name or ARN")
+    parser.add_argument("--region", type=_checked(Region), help="AWS region of the cluster")
+    parser.add_argument("--namespace", type=_checked(Namespace), help="namespace of the job (EKS)")
+    parser.add_argument("--job", type=_checked(JobName), help="job name (EKS) or Slurm job id")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="BUNDLE.tar.gz",
+        help="where to write the bundle (default: hyperpod-nccl-escalation-<UTC time>.tar.gz here)",
+    )
+
+
+def _default_output() -> Path:
+    return Path(f"hyperpod-nccl-escalation-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.tar.gz")
+
+
+def render_result(result: BundleResult) -> str:
+    lines = [f"Wrote {result.path} ({result.size_bytes} bytes, sha256 {result.sha256})", ""]
+    lines += [f"  {member}" for member in result.members]
+    if result.missing:
+        lines += ["", "CASE.md still lacks (add before sending): " + "; ".join(result.missing)]
+    lines += [
+        "",
+        "Suggested command (run this yourself):",
+        f"  $ {result.upload.command}",
+        f"    {result.upload.why} [{result.upload.effect}; needs {result.upload.permission}]",
+    ]
+    return redact_text("\n".join(lines) + "\n")
+
+
+def run_bundle(args: argparse.Namespace) -> int:
+    # cli.py lists this command in COMMANDS, so it can only be imported once cli.py has loaded.
+    from hyperpod_nccl.cli import EXIT_OK, UsageError
+
+    request = BundleRequest(
+        output=args.output or _default_output(),
+        report=args.report,
+        snapshot=args.snapshot,
+        logs=args.logs,
+        cluster=args.cluster,
+        region=args.region,
+        namespace=args.namespace,
+        job=args.job,
+    )
+    try:
+        result = create_bundle(request)
+    except BundleError as error:
+        raise UsageError(str(error)) from None
+    sys.stdout.write(render_result(result))
+    return EXIT_OK

@@ -1,0 +1,179 @@
+"""The facts an AWS Support case asks for, pulled from the reports and the Snapshot.
+
+Pure functions: no I/O. Each fact is None or empty when the inputs do not carry it, so CASE.md
+can say "not known" instead of inventing a value.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from hyperpod_nccl.models import Finding, Report, finding_sort_key
+from hyperpod_nccl.snapshot import Snapshot
+from hyperpod_nccl.snapshot.kubernetes import containers_of, env_of, pod_key
+
+_ENV_OF_INTEREST = re.compile(r"^(NCCL|FI_|TORCH_)")
+_ARN_REGION = re.compile(r"^arn:aws[a-z-]*:[a-z]+:([a-z0-9-]+):")
+
+
+class ClusterIdentity(BaseModel):
+    name: str | None = None
+    arn: str | None = None
+    region: str | None = None
+    orchestrator: str | None = Field(default=None, description="eks or slurm.")
+    eks_cluster_name: str | None = None
+    eks_cluster_arn: str | None = None
+    slurm_controller: str | None = Field(default=None, description="Controller node or instance group.")
+
+
+class FailureWindow(BaseModel):
+    start: str | None = Field(default=None, description="Earliest timestamped event, ISO 8601 UTC.")
+    end: str | None = Field(default=None, description="Latest timestamped event, ISO 8601 UTC.")
+    events: int = Field(default=0, description="How many timestamped events the window spans.")
+
+
+class AffectedIds(BaseModel):
+    instance_ids: list[str] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)
+    pods: list[str] = Field(default_factory=list)
+    ranks: list[int] = Field(default_factory=list)
+    namespace: str | None = None
+    job: str | None = None
+
+
+class ErrorString(BaseModel):
+    finding: str
+    source: str
+    line: int | None = None
+    text: str
+
+
+class PodEnvironment(BaseModel):
+    pod: str | None = Field(default=None, description="`namespace/pod` the variables were read from.")
+    container: str | None = None
+    variables: dict[str, str] = Field(default_factory=dict, description="NCCL_*, FI_* and TORCH_* only.")
+
+
+class CaseFacts(BaseModel):
+    cluster: ClusterIdentity
+    window: FailureWindow
+    affected: AffectedIds
+    error_strings: list[ErrorString]
+    environment: PodEnvironment
+
+
+def _issues(reports: list[Report]) -> list[Finding]:
+    return sorted((f for report in reports for f in report.findings if f.is_issue), key=finding_sort_key)
+
+
+def _eks_and_slurm(described: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+    eks_arn = ((described.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn")
+    eks_name = eks_arn.rsplit("/", 1)[-1] if eks_arn else None
+    groups = [group.get("InstanceGroupName", "") for group in described.get("InstanceGroups") or []]
+    # HyperPod names no controller in DescribeCluster; the convention is a group named so.
+    controller = next((g for g in groups if "controller" in g.lower() or "head" in g.lower()), None)
+    return eks_name, eks_arn, controller and f"instance group {controller}"
+
+
+def cluster_identity(snapshot: Snapshot | None, cluster: str | None, region: str | None) -> ClusterIdentity:
+    described = (snapshot.aws.cluster if snapshot and snapshot.aws else None) or {}
+    arn = described.get("ClusterArn") or (cluster if cluster and cluster.startswith("arn:") else None)
+    name = described.get("ClusterName") or (cluster if cluster and not cluster.startswith("arn:") else None)
+    eks_name, eks_arn, controller = _eks_and_slurm(described)
+    orchestrator = snapshot.orchestrator if snapshot else None
+    orchestrator = orchestrator or ("eks" if eks_arn else None)
+    from_arn = _ARN_REGION.match(arn or "")
+    return ClusterIdentity(
+        name=name,
+        arn=arn,
+        region=(snapshot.region if snapshot else None) or region or (from_arn.group(1) if from_arn else None),
+        orchestrator=orchestrator,
+        eks_cluster_name=eks_name,
+        eks_cluster_arn=eks_arn,
+        slurm_controller=controller if orchestrator != "eks" else None,
+    )
+
+
+def _utc(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else None  # a time without a zone cannot be placed in UTC
+
+
+def failure_window(reports: list[Report]) -> FailureWindow:
+    times = sorted(t for report in reports for event in report.timeline if (t := _utc(event.time)))
+    if not times:
+        return FailureWindow()
+    start, end = (t.astimezone(UTC).isoformat().replace("+00:00", "Z") for t in (times[0], times[-1]))
+    return FailureWindow(start=start, end=end, events=len(times))
+
+
+def error_strings(reports: list[Report]) -> list[ErrorString]:
+    seen: set[str] = set()
+    found = []
+    for finding in _issues(reports):
+        for evidence in finding.evidence:
+            if evidence.text.strip() and evidence.text not in seen:
+                seen.add(evidence.text)
+                found.append(
+                    ErrorString(finding=finding.id, **evidence.model_dump(include={"source", "line", "text"}))
+                )
+    return found
+
+
+def affected_ids(
+    reports: list[Report], snapshot: Snapshot | None, namespace: str | None, job: str | None
+) -> AffectedIds:
+    issues = _issues(reports)
+    causes = [report.root_cause for report in reports if report.root_cause]
+    evidence = [item for finding in issues for item in finding.evidence]
+    nodes = {n for f in issues for n in f.nodes} | {n for c in causes for n in c.culprit_nodes}
+    return AffectedIds(
+        instance_ids=sorted(
+            {i for f in issues for i in f.instance_ids} | {e.instance_id for e in evidence if e.instance_id}
+        ),
+        nodes=sorted(nodes | {e.node for e in evidence if e.node}),
+        pods=sorted({p for f in issues for p in f.pods}),
+        ranks=sorted({r for f in issues for r in f.ranks} | {r for c in causes for r in c.culprit_ranks}),
+        namespace=namespace or (snapshot.namespace if snapshot else None),
+        job=job or (snapshot.job if snapshot else None),
+    )
+
+
+def pod_environment(snapshot: Snapshot | None) -> PodEnvironment:
+    """NCCL_*, FI_* and TORCH_* of one training pod, as `printenv | grep` would show them."""
+    kubernetes = snapshot.kubernetes if snapshot else None
+    if kubernetes is None:
+        return PodEnvironment()
+    for pod in kubernetes.job_pods() or kubernetes.pods:
+        for container in containers_of(pod):
+            env = {k: v for k, v in sorted(env_of(container).items()) if _ENV_OF_INTEREST.match(k)}
+            if env:
+                return PodEnvironment(pod=pod_key(pod), container=container.get("name"), variables=env)
+    return PodEnvironment()
+
+
+def case_facts(
+    reports: list[Report],
+    snapshot: Snapshot | None,
+    *,
+    cluster: str | None = None,
+    region: str | None = None,
+    namespace: str | None = None,
+    job: str | None = None,
+) -> CaseFacts:
+    return CaseFacts(
+        cluster=cluster_identity(snapshot, cluster, region),
+        window=failure_window(reports),
+        affected=affected_ids(reports, snapshot, namespace, job),
+        error_strings=error_strings(reports),
+        environment=pod_environment(snapshot),
+    )

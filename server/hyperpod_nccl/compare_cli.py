@@ -1,0 +1,102 @@
+"""`--compare PREVIOUS.json` for the diagnostic subcommands, and `hyperpod-nccl compare`.
+
+A diagnostic subcommand opts in with two lines: `add_compare_argument(parser)` where it declares
+its arguments, and `print_comparison(report, args)` after it prints its report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hyperpod_nccl.compare import (
+    FindingChange,
+    ReportComparison,
+    UnusableReport,
+    diff_reports,
+    load_report,
+)
+from hyperpod_nccl.guard.redact import redact_model, redact_text
+from hyperpod_nccl.models import Report
+
+_MAX_SCOPE = 6
+
+
+def _previous_report(value: str) -> Report:
+    # Loaded while parsing, so a bad PREVIOUS.json fails before a long diagnostic runs.
+    try:
+        return load_report(Path(value).expanduser())
+    except UnusableReport as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_compare_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--compare",
+        metavar="PREVIOUS.json",
+        type=_previous_report,
+        help="a report saved earlier with --json: also print what is fixed, still failing and new",
+    )
+
+
+def _scope(values: list[str]) -> str:
+    shown = ", ".join(values[:_MAX_SCOPE])
+    return shown + (f" (+{len(values) - _MAX_SCOPE} more)" if len(values) > _MAX_SCOPE else "")
+
+
+def _line(tag: str, change: FindingChange) -> str:
+    priority = change.priority or ""
+    if change.previous_priority and change.previous_priority != change.priority:
+        priority = f"{change.previous_priority} → {change.priority}"
+    text = f"  [{tag}] {priority} {change.id}: {change.title}"
+    if change.scope:
+        text += f" ({_scope(change.scope)})"
+    if change.scope_cleared:
+        text += f"; cleared: {_scope(change.scope_cleared)}"
+    if change.scope_added:
+        text += f"; newly affected: {_scope(change.scope_added)}"
+    if tag != "FIXED" and change.reference:
+        text += f" → references/{change.reference}"
+    return text
+
+
+def render_comparison(comparison: ReportComparison) -> str:
+    summary = comparison.summary
+    changed = f" ({summary.priority_changed} changed priority)" if summary.priority_changed else ""
+    lines = [
+        f"Compared with the previous report: {summary.fixed} fixed, {summary.still_failing} still "
+        f"failing{changed}, {summary.new} new — {summary.verdict.replace('_', ' ')}"
+    ]
+    lines += [_line("FIXED", change) for change in comparison.fixed]
+    lines += [_line("STILL", change) for change in comparison.still_failing]
+    lines += [_line("NEW", change) for change in comparison.new]
+    lines += [f"  note: {note}" for note in comparison.notes]
+    return redact_text("\n".join(lines) + "\n")
+
+
+def print_comparison(report: Report, args: argparse.Namespace) -> None:
+    """After the report: the comparison with `--compare`, on stdout (on stderr with --json, so
+    stdout stays one JSON report that a later run can compare against)."""
+    previous: Report | None = getattr(args, "compare", None)
+    if previous is None:
+        return
+    stream = sys.stderr if getattr(args, "json", False) else sys.stdout
+    stream.write("\n" + render_comparison(diff_reports(previous, report)))
+
+
+def add_compare_command_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("previous", metavar="PREVIOUS.json", type=_previous_report, help="the earlier report")
+    parser.add_argument("current", metavar="CURRENT.json", type=_previous_report, help="the rerun's report")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+def run_compare_command(args: argparse.Namespace) -> int:
+    """`hyperpod-nccl compare`: exit 0 when nothing is still failing or new, 1 otherwise."""
+    comparison = diff_reports(args.previous, args.current)
+    if args.json:
+        sys.stdout.write(json.dumps(redact_model(comparison).model_dump(mode="json"), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_comparison(comparison))
+    return 1 if comparison.still_failing or comparison.new else 0
