@@ -299,6 +299,8 @@ def _gpu_fault(
     user_lines: Callable[[LogSet], list[str]],
     contains: str,
     name: str,
+    fault: str,
+    exit_code: int,
 ) -> Planted:
     ls = LogSet(root, job)
     stuck_at = _train(ls)
@@ -309,8 +311,8 @@ def _gpu_fault(
         )
     ls.rank(culprit, stuck_at + seconds(0.4), user_lines(ls))
     ls.flush()
-    _crash_then_timeout(ls, culprit, stuck_at + seconds(0.5), -6)
-    story = f"The GPU of rank {culprit} on {job.hosts[node]} failed ({contains}); the others waited for it."
+    _crash_then_timeout(ls, culprit, stuck_at + seconds(0.5), exit_code)
+    story = f"The GPU of rank {culprit} on {job.hosts[node]} failed ({fault}); the others waited for it."
     return ls.planted(name, "gpu_hardware", [culprit], [node], [DECISIVE], story)
 
 
@@ -329,7 +331,9 @@ def xid79_2_4_torchrun(root: Path) -> Planted:
         when = ls.job.start + seconds(STEPS * ls.job.step_seconds + 20)
         return w.watchdog_terminated(culprit, when, "CUDA error: unknown error")
 
-    return _gpu_fault(root, job, culprit, kernel, user, "): 79, pid=", "xid79_2_4_torchrun")
+    return _gpu_fault(
+        root, job, culprit, kernel, user, "): 79, pid=", "xid79_2_4_torchrun", "Xid 79, fell off the bus", -6
+    )
 
 
 def ecc_current_kubectl_journal(root: Path) -> Planted:
@@ -365,7 +369,17 @@ def ecc_current_kubectl_journal(root: Path) -> Planted:
             f"{prefix}For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
         ]
 
-    return _gpu_fault(root, job, culprit, kernel, user, "): 48, pid=", "ecc_current_kubectl_journal")
+    return _gpu_fault(
+        root,
+        job,
+        culprit,
+        kernel,
+        user,
+        "): 48, pid=",
+        "ecc_current_kubectl_journal",
+        "Xid 48, uncorrectable ECC",
+        1,
+    )
 
 
 # --- gpu_oom -------------------------------------------------------------------------------------
