@@ -286,7 +286,7 @@ class NcclWording:
 
     def init_complete(self, host: str, pid: int, dev: int, rank: int, world: int, bus: str) -> str:
         """§2.4, by version."""
-        comm = f"comm 0x{0x55D0_0000_0000 + rank * 0x1F40:x}"
+        comm = f"comm {comm_pointer(rank)}"
         tail = f"rank {rank} nranks {world} cudaDev {dev} nvmlDev {dev} busId {bus} commId 0x2114bc51af4fb978"
         if self.minor >= 21:
             return self.info(host, pid, dev, f"ncclCommInitRank {comm} {tail} - Init COMPLETE")
@@ -303,6 +303,11 @@ class NcclWording:
             "internal": "internal error"
             + (" - please report this issue to the NCCL developers" if modern else ""),
         }[kind]
+
+
+def comm_pointer(rank: int) -> str:
+    """The communicator address NCCL prints for a rank's default communicator."""
+    return f"0x{0x55D0_0000_0000 + rank * 0x1F40:x}"
 
 
 @dataclass(frozen=True)

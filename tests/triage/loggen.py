@@ -19,7 +19,16 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 
-from tests.triage.formats import NcclWording, OfiWording, TorchWording, Work, dmesg_t, journal, torchrun_agent
+from tests.triage.formats import (
+    NcclWording,
+    OfiWording,
+    TorchWording,
+    Work,
+    comm_pointer,
+    dmesg_t,
+    journal,
+    torchrun_agent,
+)
 
 # The PCI bus of each GPU on a p5.48xlarge, as NCCL prints it (`busId 53000`) and NVRM (`0000:53:00`).
 P5_GPU_BUSES = ("53", "64", "75", "86", "97", "a8", "b9", "ca")
@@ -331,30 +340,25 @@ def write_startup(ls: LogSet, marks: dict[int, Mark] | None = None) -> datetime:
 
 
 def _launcher_banner(ls: LogSet, node: int, when: datetime) -> None:
+    """torchrun's OMP_NUM_THREADS warning, the first lines of every torchrun log."""
     job = ls.job
-    if job.layout in (Layout.TORCHRUN, Layout.KUBECTL):
-        module = "torch/distributed/run.py"
-        stars = "*" * 49
-        ls.agent(
-            node,
-            when,
-            [
-                torchrun_agent(job.torch, when, "W", job.agent_pid(node), module, 793, ""),
-                torchrun_agent(job.torch, when, "W", job.agent_pid(node), module, 793, stars),
-                torchrun_agent(
-                    job.torch,
-                    when,
-                    "W",
-                    job.agent_pid(node),
-                    module,
-                    793,
-                    "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, "
-                    "to avoid your system being overloaded, please further tune the variable for optimal "
-                    "performance in your application as needed. ",
-                ),
-                torchrun_agent(job.torch, when, "W", job.agent_pid(node), module, 793, stars),
-            ],
-        )
+    if job.layout not in (Layout.TORCHRUN, Layout.KUBECTL):
+        return
+    stars = "*" * 49
+    omp = (
+        "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your "
+        "system being overloaded, please further tune the variable for optimal performance in your "
+        "application as needed. "
+    )
+    pid = job.agent_pid(node)
+    ls.agent(
+        node,
+        when,
+        [
+            torchrun_agent(job.torch, when, "W", pid, "torch/distributed/run.py", 793, m)
+            for m in ("", stars, omp, stars)
+        ],
+    )
 
 
 def _nccl_init_lines(job: Job, rank: int) -> list[str]:
@@ -379,7 +383,7 @@ def _nccl_init_lines(job: Job, rank: int) -> list[str]:
             host,
             pid,
             local,
-            f"comm 0x{0x55D0_0000_0000 + rank * 0x1F40:x} rank {rank} nRanks {job.world_size} "
+            f"comm {comm_pointer(rank)} rank {rank} nRanks {job.world_size} "
             f"nNodes {len(job.hosts)} localRanks {job.ranks_per_node} localRank {local} MNNVL 0",
         ),
         nccl.info(host, pid, local, f"Setting affinity for GPU {local} to ffffffff,00000000"),
@@ -392,8 +396,7 @@ def _nccl_init_lines(job: Job, rank: int) -> list[str]:
                 pid,
                 local,
                 f"Channel {channel:02d}/0 : {rank}[{local}] -> {peer}[{local}] [send] via "
-                f"NET/{ofi.network_name}/"
-                f"{local}/GDRDMA",
+                f"NET/{ofi.network_name}/{local}/GDRDMA",
             )
         )
     lines += [

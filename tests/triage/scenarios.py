@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from tests.triage.formats import Work
+from tests.triage.formats import Work, comm_pointer
 from tests.triage.loggen import (
     COLLECTIVES_PER_STEP,
     GRAD_NUMEL,
@@ -975,7 +975,7 @@ def healthy_with_noise(root: Path) -> Planted:
                     host,
                     pid,
                     local,
-                    f"comm 0x{0x55D0_0000_0000 + rank * 0x1F40:x} rank {rank} nranks "
+                    f"comm {comm_pointer(rank)} rank {rank} nranks "
                     f"{job.world_size} cudaDev {local} busId {job.bus(rank)}000 - Destroy COMPLETE",
                 ),
             ],
