@@ -1,0 +1,117 @@
+"""Kubernetes events that explain lost or stuck ranks: Evicted, NodeNotReady, TaintManagerEviction
+and FailedMount.
+
+Events keep what object state no longer shows: an evicted pod that was deleted, a node that went
+NotReady and came back. An eviction already visible on a pod object is left to the pods analyzer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hyperpod_nccl.analyze.k8s_common import describe_node, event_evidence, pod_events
+from hyperpod_nccl.models import Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.snapshot import Snapshot
+from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot, pod_key
+
+
+@dataclass(frozen=True)
+class EventKind:
+    reason: str
+    id: str
+    title: str  # formatted with {n}, the number of objects
+    reference: str
+    detail: str
+    status: Status = Status.FAIL
+    priority: Priority = Priority.P1
+
+
+EVENT_KINDS = (
+    EventKind(
+        "Evicted",
+        "k8s.event.evicted",
+        "{n} pod(s) evicted by the kubelet",
+        "debugging-guide.md § 9",
+        "The node ran short of memory or disk and the kubelet killed the pod; its rank left the job.",
+    ),
+    EventKind(
+        "TaintManagerEviction",
+        "k8s.event.taint_eviction",
+        "{n} pod(s) marked for deletion because their node became unreachable",
+        "debugging-guide.md § 16",
+        "The taint manager deletes pods from a NotReady node once their toleration runs out.",
+    ),
+    EventKind(
+        "NodeNotReady",
+        "k8s.event.node_not_ready",
+        "{n} node(s) reported NotReady",
+        "debugging-guide.md § 16",
+        "The node stopped reporting, now or earlier: ranks on it may have vanished mid-collective.",
+        status=Status.WARN,
+    ),
+    EventKind(
+        "FailedMount",
+        "k8s.event.failed_mount",
+        "{n} pod(s) cannot mount a volume",
+        "debugging-guide.md § 9",
+        "The pod stays in ContainerCreating until the volume mounts (FSx, EBS, a Secret or ConfigMap).",
+        priority=Priority.P0,
+    ),
+)
+
+
+def _target(event: dict[str, Any]) -> str:
+    involved = event.get("involvedObject") or {}
+    if involved.get("kind") == "Node":
+        return involved.get("name", "")
+    return f"{involved.get('namespace', '')}/{involved.get('name', '')}"
+
+
+def _already_reported(kubernetes: KubernetesSnapshot) -> set[str]:
+    """Evicted pods still present as objects: the pods analyzer reports them with their status."""
+    return {pod_key(pod) for pod in kubernetes.pods if pod["status"].get("reason") == "Evicted"}
+
+
+def _commands(kind: EventKind, event: dict[str, Any]) -> list[SuggestedCommand]:
+    involved = event.get("involvedObject") or {}
+    if involved.get("kind") == "Node":
+        return [describe_node(involved.get("name", ""))]
+    return [pod_events(involved.get("namespace", "default"), involved.get("name", ""))]
+
+
+def _finding(kind: EventKind, events: list[dict[str, Any]]) -> Finding:
+    targets = list(dict.fromkeys(_target(event) for event in events))
+    is_node = kind.reason == "NodeNotReady"
+    hosts = {(event.get("source") or {}).get("host") for event in events} - {None, ""}
+    return Finding(
+        id=kind.id,
+        status=kind.status,
+        priority=kind.priority,
+        title=kind.title.format(n=len(targets)),
+        reference=kind.reference,
+        detail=kind.detail,
+        pods=[] if is_node else targets,
+        nodes=targets if is_node else sorted(str(host) for host in hosts),
+        evidence=[event_evidence(event) for event in events],
+        suggested_commands=_commands(kind, events[0]),
+    )
+
+
+def analyze_k8s_events(snapshot: Snapshot) -> list[Finding]:
+    kubernetes = snapshot.kubernetes
+    if kubernetes is None:
+        return []
+    skip = _already_reported(kubernetes)
+    findings = []
+    for kind in EVENT_KINDS:
+        events = [
+            event
+            for event in kubernetes.events
+            if event.get("reason") == kind.reason
+            and not (kind.reason == "Evicted" and _target(event) in skip)
+        ]
+        if events:
+            events.sort(key=lambda event: event.get("lastTimestamp") or event.get("eventTime") or "")
+            findings.append(_finding(kind, events))
+    return findings

@@ -1,0 +1,129 @@
+"""Node readiness and HyperPod health labels.
+
+A NotReady node or one HyperPod has marked for reboot or replacement explains Pending pods,
+evictions and ranks that vanish mid-run. It blocks training (P0) when the job's pods are on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hyperpod_nccl.analyze.k8s_common import describe_node, instance_id_of, name_of
+from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.snapshot import Snapshot
+from hyperpod_nccl.snapshot.kubernetes import DEEP_HEALTH_LABEL, NODE_HEALTH_LABEL
+
+_FAULT_LABELS = ("sagemaker.amazonaws.com/fault-type", "sagemaker.amazonaws.com/fault-reason")
+# `Unschedulable` means deep health checks are still running: expected on a fresh node.
+_FAILED_HEALTH = ("UnschedulablePendingReboot", "UnschedulablePendingReplacement")
+
+
+def ready_condition(node: dict[str, Any]) -> dict[str, Any]:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "Ready"), {"status": "Unknown"})
+
+
+def _labels(node: dict[str, Any]) -> dict[str, str]:
+    return node["metadata"].get("labels") or {}
+
+
+def _list_labels_command() -> SuggestedCommand:
+    labels = ",".join((NODE_HEALTH_LABEL, DEEP_HEALTH_LABEL, *_FAULT_LABELS))
+    return SuggestedCommand(
+        command=f"kubectl get nodes -L {labels}",
+        why="Shows every node's HyperPod health status and the fault HyperPod recorded.",
+        blast_radius=BlastRadius.READ_ONLY,
+        permission="nodes: list",
+    )
+
+
+def _not_ready(nodes: list[dict[str, Any]], job_nodes: set[str]) -> list[Finding]:
+    bad = [node for node in nodes if ready_condition(node).get("status") != "True"]
+    if not bad:
+        return []
+    names = [name_of(node) for node in bad]
+    hit = sorted(job_nodes & set(names))
+    evidence = []
+    for node in bad:
+        ready = ready_condition(node)
+        text = f"Ready={ready.get('status')} reason={ready.get('reason', '')}: {ready.get('message', '')}"
+        evidence.append(
+            Evidence(source=f"node {name_of(node)} status.conditions[Ready]", text=text, node=name_of(node))
+        )
+    return [
+        Finding(
+            id="k8s.node.not_ready",
+            status=Status.FAIL if hit else Status.WARN,
+            priority=Priority.P0 if hit else Priority.P1,
+            title=f"{len(bad)} node(s) NotReady" + (f", {len(hit)} running the job's pods" if hit else ""),
+            reference="debugging-guide.md § 16",
+            detail="The kubelet stopped reporting: pods on these nodes are lost or will be evicted.",
+            nodes=names,
+            instance_ids=[i for i in map(instance_id_of, bad) if i],
+            evidence=evidence,
+            suggested_commands=[describe_node(names[0]), _list_labels_command(), _reboot_command(names[0])],
+        )
+    ]
+
+
+def _reboot_command(node: str) -> SuggestedCommand:
+    return SuggestedCommand(
+        command=f"kubectl label node {node} {NODE_HEALTH_LABEL}=UnschedulablePendingReboot --overwrite",
+        why="Asks HyperPod to reboot the node (operations.md § 9); its pods are evicted first.",
+        blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
+        permission="nodes: patch",
+    )
+
+
+def _health_evidence(node: dict[str, Any]) -> Evidence:
+    labels = _labels(node)
+    shown = [
+        f"{key}={labels[key]}"
+        for key in (NODE_HEALTH_LABEL, DEEP_HEALTH_LABEL, *_FAULT_LABELS)
+        if key in labels
+    ]
+    return Evidence(source=f"node {name_of(node)} metadata.labels", text=" ".join(shown), node=name_of(node))
+
+
+def _health_labels(nodes: list[dict[str, Any]], job_nodes: set[str]) -> list[Finding]:
+    bad = [
+        node
+        for node in nodes
+        if _labels(node).get(NODE_HEALTH_LABEL) in _FAILED_HEALTH
+        or _labels(node).get(DEEP_HEALTH_LABEL) == "Failed"
+    ]
+    if not bad:
+        return []
+    names = [name_of(node) for node in bad]
+    hit = job_nodes & set(names)
+    return [
+        Finding(
+            id="k8s.node.health_check_failed",
+            status=Status.FAIL,
+            priority=Priority.P0 if hit else Priority.P1,
+            title=f"HyperPod marked {len(bad)} node(s) unhealthy (pending reboot or replacement)",
+            reference="operations.md § 6",
+            detail="HyperPod's health checks failed on these nodes; pods cannot be scheduled on them.",
+            nodes=names,
+            instance_ids=[i for i in map(instance_id_of, bad) if i],
+            evidence=[_health_evidence(node) for node in bad],
+            suggested_commands=[_list_labels_command(), describe_node(names[0])],
+        )
+    ]
+
+
+def analyze_k8s_nodes(snapshot: Snapshot) -> list[Finding]:
+    kubernetes = snapshot.kubernetes
+    if kubernetes is None or not kubernetes.nodes:
+        return []
+    job_nodes = {pod["spec"].get("nodeName") for pod in kubernetes.job_pods()} - {None}
+    findings = _not_ready(kubernetes.nodes, job_nodes) + _health_labels(kubernetes.nodes, job_nodes)
+    if findings:
+        return findings
+    return [
+        Finding(
+            id="k8s.node.healthy",
+            status=Status.PASS,
+            title=f"All {len(kubernetes.nodes)} nodes Ready, none marked unhealthy by HyperPod",
+        )
+    ]
