@@ -148,6 +148,56 @@ class SkippedInput(_Model):
     reason: str
 
 
+class RankStateGroup(_Model):
+    """Ranks that share one NCCL watchdog state, listed as ranges (`0-76,78-1023`).
+
+    Identical per-rank facts collapse into one group; a rank that differs gets a group of its own.
+    """
+
+    ranks: str = Field(description="Global ranks as ranges, e.g. `0-76,78-1023`.")
+    count: NonNegativeInt
+    state: str = Field(description="What these ranks were doing when the job failed.")
+    watchdog: Literal["fired", "notified", "none"] = Field(
+        description="fired: own watchdog timed out; notified: observed another rank's dump signal; "
+        "none: left no watchdog line."
+    )
+    process_group: str | None = None
+    seq: int | None = Field(default=None, description="SeqNum of the collective that timed out.")
+    op: str | None = None
+    numel_in: int | None = None
+    numel_out: int | None = None
+    timeout_ms: int | None = None
+    last_enqueued: int | None = None
+    last_completed: int | None = None
+    nodes: list[str] = Field(default_factory=list, description="Hosts of these ranks (small groups only).")
+
+
+class VersionGroup(_Model):
+    """Nodes that run the same torch / NCCL / aws-ofi-nccl versions."""
+
+    node_count: NonNegativeInt
+    nodes: list[str] = Field(default_factory=list, description="Named when few; empty for a large majority.")
+    torch: str | None = None
+    nccl: str | None = None
+    aws_ofi_nccl: str | None = None
+
+
+class JobSummary(_Model):
+    """What the logs say about the job itself."""
+
+    framework: str | None = None
+    world_size: int | None = None
+    nodes: NonNegativeInt = 0
+    ranks_per_node: int | None = None
+    rank_map: list[str] = Field(
+        default_factory=list, description="`host: ranks` lines; capped for large jobs (see rank_map_note)."
+    )
+    rank_map_note: str | None = None
+    resumed_from_checkpoint: bool | None = None
+    versions: list[VersionGroup] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="How times and identities were inferred.")
+
+
 class Summary(_Model):
     issues_found: NonNegativeInt
     p0: NonNegativeInt
@@ -173,6 +223,10 @@ class Report(_Model):
     root_cause: RootCause | None = None
     timeline: list[TimelineEvent] = Field(default_factory=list)
     skipped: list[SkippedInput] = Field(default_factory=list)
+    job: JobSummary | None = Field(default=None, description="Job summary (triage reports).")
+    rank_states: list[RankStateGroup] = Field(
+        default_factory=list, description="NCCL state of every rank, grouped (triage reports)."
+    )
 
     @classmethod
     def build(

@@ -1,0 +1,82 @@
+"""Keep a triage report small enough for an LLM's context (issue 3: < 8 KB of JSON at 1,024 ranks).
+
+Reductions are applied in order of least information lost until the report fits: suggested
+commands of secondary findings, long timelines, second evidence lines, informational findings,
+then long evidence texts. The root cause and every FAIL/WARN finding always survive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hyperpod_nccl.models import Report, Status
+
+BUDGET_BYTES = 7_800
+_SHORT_TEXT = 200
+
+Reduction = Callable[[Report], None]
+
+
+def size_of(report: Report) -> int:
+    return len(report.model_dump_json().encode())
+
+
+def _drop_secondary_commands(report: Report) -> None:
+    for finding in report.findings[1:]:
+        finding.suggested_commands = []
+
+
+def _shorten_timeline(report: Report) -> None:
+    report.timeline = report.timeline[:6]
+
+
+def _one_evidence_line(report: Report) -> None:
+    for finding in report.findings:
+        finding.evidence = finding.evidence[:1]
+
+
+def _drop_info_findings(report: Report) -> None:
+    report.findings = [
+        f for f in report.findings if f.status != Status.INFO or f.id.startswith("triage.noise")
+    ]
+
+
+def _short_texts(report: Report) -> None:
+    for finding in report.findings:
+        for item in finding.evidence:
+            if len(item.text) > _SHORT_TEXT:
+                item.text = item.text[:_SHORT_TEXT] + "…"
+
+
+def _trim_job(report: Report) -> None:
+    if report.job:
+        report.job.rank_map = report.job.rank_map[:4]
+    report.skipped = report.skipped[:10]
+    report.rank_states = report.rank_states[:8]
+
+
+def _minimal(report: Report) -> None:
+    report.timeline = report.timeline[:3]
+    for finding in report.findings:
+        finding.ranks = finding.ranks[:16]
+        finding.nodes = finding.nodes[:4]
+        finding.detail = finding.detail[:160]
+
+
+REDUCTIONS: tuple[Reduction, ...] = (
+    _drop_secondary_commands,
+    _shorten_timeline,
+    _one_evidence_line,
+    _drop_info_findings,
+    _short_texts,
+    _trim_job,
+    _minimal,
+)
+
+
+def fit_to_budget(report: Report, budget: int = BUDGET_BYTES) -> Report:
+    for reduce in REDUCTIONS:
+        if size_of(report) <= budget:
+            break
+        reduce(report)
+    return report

@@ -1,0 +1,119 @@
+"""Origin candidates: each catalogue meaning that can start a failure, plus the NCCL verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hyperpod_nccl.models import Category
+from hyperpod_nccl.rankset import expand
+from hyperpod_nccl.triage.classify import Classification
+from hyperpod_nccl.triage.events import Event
+from hyperpod_nccl.triage.fatal import Meaning
+from hyperpod_nccl.triage.root_cause import Candidate
+from hyperpod_nccl.triage.summary import Topology
+from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest
+
+_KILL_IDS = frozenset({"triage.host.sigkill"})
+_STALL_WEIGHT, _SILENT_WEIGHT, _MISMATCH_WEIGHT, _ALL_INSIDE_WEIGHT = 57, 52, 88, 40
+
+
+def event_ranks(event: Event) -> set[int]:
+    """The ranks an event concerns: its own, or the task list of an srun exit line."""
+    if event.kind == "srun_task" and "tasks" in event.fields:
+        return set(expand(event.fields["tasks"].replace(" ", "")))
+    return {event.rank} if event.rank is not None else set()
+
+
+def catalogue_candidates(
+    groups: dict[str, tuple[Meaning, list[Event]]], verdict: Classification, topology: Topology, clock: Clock
+) -> list[Candidate]:
+    suspects = set(verdict.culprits) if verdict.verdict in ("straggler", "silent") else set()
+    found = []
+    for meaning, events in groups.values():
+        if meaning.category is None or meaning.weight == 0:
+            continue
+        ranks = set().union(*(event_ranks(e) for e in events))
+        if meaning.id in _KILL_IDS and verdict.waiting:
+            # SIGKILL also ends survivors; it only marks the origin on a rank that never entered.
+            ranks &= suspects
+            if not ranks:
+                continue
+            events = [e for e in events if event_ranks(e) & ranks]
+        found.append(_candidate(meaning, events, ranks, topology, clock))
+    return found
+
+
+def _candidate(
+    meaning: Meaning, events: list[Event], ranks: Iterable[int], topology: Topology, clock: Clock
+) -> Candidate:
+    first = earliest(events, clock)
+    nodes = {e.node for e in events if e.node} | {n for r in ranks if (n := topology.node_of(r))}
+    return Candidate(
+        category=meaning.category or Category.UNKNOWN,
+        weight=meaning.weight,
+        title=meaning.title,
+        ranks=sorted(ranks),
+        nodes=sorted(nodes),
+        first=first,
+        when=clock.at(first.stamp) if first else None,
+        confidence="high" if meaning.weight >= 75 else "medium",
+        finding_id=meaning.id,
+    )
+
+
+def nccl_candidate(
+    verdict: Classification, fired: Event | None, topology: Topology, clock: Clock
+) -> Candidate | None:
+    started = collective_start(clock.at(fired.stamp) if fired else None, verdict.timeout_ms)
+    culprits = verdict.culprits
+    nodes = sorted({n for r in culprits if (n := topology.node_of(r))})
+    if verdict.verdict == "mismatch":
+        return Candidate(
+            Category.COLLECTIVE_MISMATCH,
+            _MISMATCH_WEIGHT,
+            "Ranks issued different collectives",
+            culprits,
+            nodes,
+            fired,
+            started,
+            "high",
+            "triage.nccl.collective_mismatch",
+        )
+    if verdict.verdict == "straggler":
+        return Candidate(
+            Category.DATA_LOADING_STALL,
+            _STALL_WEIGHT,
+            "Stuck outside NCCL (data loading / training loop) while the others waited",
+            culprits,
+            nodes,
+            fired,
+            started,
+            "high",
+            "triage.nccl.straggler",
+        )
+    if verdict.verdict == "silent":
+        seen = [r for r in culprits if topology.node_of(r)] or culprits
+        return Candidate(
+            Category.DATA_LOADING_STALL,
+            _SILENT_WEIGHT,
+            "Left no watchdog line while the others waited (stuck outside NCCL, or died silently)",
+            seen,
+            sorted({n for r in seen if (n := topology.node_of(r))}),
+            fired,
+            started,
+            "medium",
+            "triage.nccl.silent_ranks",
+        )
+    if verdict.verdict == "all_inside":
+        return Candidate(
+            Category.NETWORK,
+            _ALL_INSIDE_WEIGHT,
+            "Every rank was inside the collective and it could not complete",
+            [],
+            [],
+            fired,
+            started,
+            "medium",
+            "triage.nccl.all_inside",
+        )
+    return None

@@ -1,0 +1,208 @@
+"""`run_triage`: discover → scan every file once (in parallel when it pays) → analyse → Report.
+
+Only discovery and scanning touch files; `analyse` is a pure function of the scans, so the
+scenario tests and the MCP tool get exactly what the CLI prints.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+from hyperpod_nccl.models import Report, RootCause, SkippedInput, TimelineEvent
+from hyperpod_nccl.triage.budget import fit_to_budget
+from hyperpod_nccl.triage.candidates import catalogue_candidates, event_ranks, nccl_candidate
+from hyperpod_nccl.triage.classify import Classification, classify
+from hyperpod_nccl.triage.discover import InputFile, discover
+from hyperpod_nccl.triage.events import Event, FileScan
+from hyperpod_nccl.triage.fatal import Meaning, meaning_of
+from hyperpod_nccl.triage.findings import catalogue_finding, nccl_findings, rank_state_groups
+from hyperpod_nccl.triage.rank_state import RankState, build_rank_states
+from hyperpod_nccl.triage.root_cause import Candidate, Context, choose, root_cause
+from hyperpod_nccl.triage.summary import Topology, build_topology, job_summary, node_versions
+from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest, entry, iso, ordered
+from hyperpod_nccl.triage.versions import version_skew
+
+PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
+MAX_WORKERS = 4
+TIMELINE_LIMIT = 12
+_FINAL_KINDS = frozenset({"worker_exit", "srun_task", "slurm_cancel", "take_down", "sigterm"})
+
+
+def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) -> Report:
+    """Triage worker logs (and optional storage daemon logs) into one report (kind="triage")."""
+    found = discover(log_paths, storage_paths)
+    scans = scan_all(found.files)
+    return analyse(scans, found.skipped)
+
+
+def scan_all(files: list[InputFile]) -> list[FileScan]:
+    from hyperpod_nccl.triage.scanner import scan_input
+
+    workers = min(os.cpu_count() or 1, MAX_WORKERS, len(files))
+    if workers < 2 or sum(f.size for f in files) < PARALLEL_MIN_BYTES:
+        return [scan_input(item) for item in files]
+    biggest_first = sorted(files, key=lambda f: -f.size)
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        scans = list(pool.map(scan_input, biggest_first))
+    return sorted(scans, key=lambda scan: scan.source)
+
+
+def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
+    events = [event for scan in scans for event in scan.events]
+    topology = build_topology(scans, events)
+    _fill_nodes(events, topology)
+    clock = Clock(scans)
+    states = build_rank_states(events)
+    verdict = classify(states, topology.world)
+    groups = _group_by_meaning(events)
+    skew = version_skew(events, node_versions(events, topology), topology, clock)
+    findings = nccl_findings(verdict, states, topology, clock)
+    findings += [catalogue_finding(meaning, found, topology, clock) for meaning, found in groups.values()]
+    findings += [skew.finding] if skew else []
+    fired = earliest(
+        [s.decisive_event for s in states.values() if s.watchdog == "fired" and s.decisive_event], clock
+    )
+    candidates = catalogue_candidates(groups, verdict, topology, clock)
+    candidates += [c for c in [nccl_candidate(verdict, fired, topology, clock)] if c]
+    candidates += [skew.candidate] if skew else []
+    context = _context(verdict, states, events, groups, fired, clock)
+    cause = _root_cause(candidates, verdict, context, topology)
+    report = Report.build(
+        "triage",
+        findings,
+        files_read=sum(1 for scan in scans if scan.lines_read),
+        ranks_seen=len({e.rank for e in events if e.rank is not None} | set(topology.rank_node)),
+        root_cause=cause,
+        timeline=_timeline(groups, states, verdict, fired, events, clock),
+        skipped=skipped + [SkippedInput(source=s.source, reason=p) for s in scans for p in s.problems],
+        job=job_summary(scans, events, topology, clock.notes()),
+        rank_states=rank_state_groups(states, verdict, topology),
+    )
+    return fit_to_budget(report)
+
+
+def _fill_nodes(events: list[Event], topology: Topology) -> None:
+    """Give every event a node: its rank's host, or a host named in its file's path (node logs)."""
+    by_token = {node: node for node in topology.nodes}
+    for event in events:
+        if event.node is None:
+            event.node = topology.node_of(event.rank) or _host_in_path(event.source, by_token)
+
+
+def _host_in_path(source: str, hosts: dict[str, str]) -> str | None:
+    for part in source.replace("\\", "/").split("/"):
+        stem = part.split(".", 1)[0]
+        if stem in hosts:
+            return hosts[stem]
+        for host in hosts:
+            if host in part:
+                return host
+    return None
+
+
+def _group_by_meaning(events: list[Event]) -> dict[str, tuple[Meaning, list[Event]]]:
+    groups: dict[str, tuple[Meaning, list[Event]]] = {}
+    for event in events:
+        meaning = meaning_of(event)
+        if meaning is not None:
+            groups.setdefault(meaning.id, (meaning, []))[1].append(event)
+    return groups
+
+
+def _context(
+    verdict: Classification,
+    states: dict[int, RankState],
+    events: list[Event],
+    groups: dict[str, tuple[Meaning, list[Event]]],
+    fired: Event | None,
+    clock: Clock,
+) -> Context:
+    signature = verdict.stuck_signature
+    collective = None
+    if verdict.stuck_seq is not None:
+        collective = (
+            f"{signature[0] if signature and signature[0] else 'collective'} SeqNum {verdict.stuck_seq}"
+        )
+    finals = [e for e in events if e.kind in _FINAL_KINDS]
+    noise = groups.get("triage.noise.connection_resets")
+    kernel_sources = {
+        e.source for e in events if e.source.endswith((".dmesg", "kern.log", "dmesg.log", "syslog"))
+    }
+    return Context(
+        verdict=verdict,
+        collective=collective,
+        started=collective_start(clock.at(fired.stamp) if fired else None, verdict.timeout_ms),
+        fired=fired,
+        fired_at=clock.at(fired.stamp) if fired else None,
+        fired_ranks=sum(1 for s in states.values() if s.watchdog == "fired"),
+        final=max(
+            finals,
+            key=lambda e: (clock.at(e.stamp) is not None, clock.at(e.stamp) or 0, e.line),
+            default=None,
+        )
+        if finals
+        else None,
+        noise_count=sum(e.count for e in noise[1]) if noise else 0,
+        hardware_logs_seen=bool(kernel_sources),
+        kernel_oom_seen="triage.host.oom_killed" in groups,
+    )
+
+
+def _root_cause(
+    candidates: list[Candidate], verdict: Classification, context: Context, topology: Topology
+) -> RootCause | None:
+    top = choose(candidates)
+    if top is None:
+        return None
+    suspects = verdict.culprits if verdict.verdict in ("straggler", "silent") else []
+    if suspects and (not top.ranks or top.category.value == "storage_io"):
+        on_nodes = [r for r in suspects if not top.nodes or topology.node_of(r) in top.nodes]
+        top.ranks = on_nodes or (suspects if top.category.value == "storage_io" else top.ranks)
+    nodes = sorted({n for r in top.ranks if (n := topology.node_of(r))}) or top.nodes
+    return root_cause(top, context, nodes)
+
+
+def _timeline(
+    groups: dict[str, tuple[Meaning, list[Event]]],
+    states: dict[int, RankState],
+    verdict: Classification,
+    fired: Event | None,
+    events: list[Event],
+    clock: Clock,
+) -> list[TimelineEvent]:
+    entries: list[TimelineEvent] = []
+    for meaning, found in groups.values():
+        first = earliest(found, clock)
+        ranks = set().union(*(event_ranks(e) for e in found))
+        if first is not None:
+            entries.append(
+                entry(
+                    first,
+                    clock,
+                    f"first {meaning.title}" + (f" ({len(ranks)} ranks)" if len(ranks) > 1 else ""),
+                )
+            )
+    if fired is not None:
+        started = collective_start(clock.at(fired.stamp), verdict.timeout_ms)
+        if started is not None:
+            entries.append(
+                TimelineEvent(
+                    time=iso(started),
+                    source=f"{fired.source}:{fired.line}",
+                    event=f"stuck collective issued (watchdog time − {verdict.timeout_ms} ms timeout)",
+                )
+            )
+        count = sum(1 for s in states.values() if s.watchdog == "fired")
+        entries.append(
+            entry(
+                fired, clock, f"first watchdog fired ({count} ranks fired, {len(verdict.notified)} notified)"
+            )
+        )
+    for rank in verdict.culprits[:4]:
+        if rank in states and (event := states[rank].decisive_event):
+            entries.append(entry(event, clock, f"rank {rank}: {event.kind.replace('_', ' ')}"))
+    return ordered(entries, TIMELINE_LIMIT)

@@ -1,0 +1,41 @@
+"""What a scan of one file yields: matched events, per-file facts, and what could not be read.
+
+Plain dataclasses (not pydantic) because they cross process boundaries by pickling and a
+1,024-rank scan creates tens of thousands of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Event:
+    """One matched log line, first of its kind for its rank (or file) unless `count` says more."""
+
+    kind: str
+    source: str
+    line: int
+    text: str
+    rank: int | None = None
+    node: str | None = None
+    stamp: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    count: int = 1
+
+
+@dataclass(slots=True)
+class FileScan:
+    """Everything learned from one input file."""
+
+    source: str
+    storage: bool = False
+    lines_read: int = 0
+    events: list[Event] = field(default_factory=list)
+    # Facts that hold for the whole file or map ranks to hosts.
+    hosts: set[str] = field(default_factory=set)
+    rank_hosts: dict[int, str] = field(default_factory=dict)
+    ranks: set[int] = field(default_factory=set)
+    dated_years: dict[int, int] = field(default_factory=dict)
+    frameworks: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)

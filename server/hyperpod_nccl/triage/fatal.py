@@ -1,0 +1,429 @@
+"""The fatal-error catalogue (issue 3 item 4): what each matched line means.
+
+Every event kind maps to a `Meaning`: the finding it feeds, the CONTRACT category it points to
+when it is the origin, how decisive it is as an origin (`weight`), and the reference section.
+A `None` category marks a consequence (the watchdog taking the process down, a peer reporting
+"remote process exited", torchrun's SIGTERM to the survivors): reported, never blamed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hyperpod_nccl.models import Category, Priority, Status
+from hyperpod_nccl.triage.events import Event
+
+
+@dataclass(frozen=True)
+class Meaning:
+    id: str
+    title: str
+    category: Category | None
+    weight: int  # how strongly the line marks the origin of the failure; 0 for consequences
+    reference: str
+    status: Status = Status.FAIL
+    priority: Priority = Priority.P0
+
+
+def _fail(id_: str, title: str, category: Category, weight: int, reference: str) -> Meaning:
+    return Meaning(id_, title, category, weight, reference)
+
+
+def _warn(id_: str, title: str, category: Category | None, weight: int, reference: str) -> Meaning:
+    return Meaning(id_, title, category, weight, reference, Status.WARN, Priority.P1)
+
+
+def _consequence(id_: str, title: str, reference: str) -> Meaning:
+    return Meaning(id_, title, None, 0, reference, Status.INFO, Priority.P2)
+
+
+C = Category
+_SIMPLE: dict[str, Meaning] = {
+    "cuda_oom": _fail("triage.gpu.cuda_oom", "CUDA out of memory", C.GPU_OOM, 90, "debugging-guide.md § 11"),
+    "nccl_cuda_oom": _fail(
+        "triage.gpu.nccl_oom", "NCCL could not allocate GPU memory", C.GPU_OOM, 88, "debugging-guide.md § 11"
+    ),
+    "cudnn_not_initialized": _fail(
+        "triage.gpu.cudnn_not_initialized",
+        "cuDNN could not initialise (usually GPU memory already exhausted)",
+        C.GPU_OOM,
+        80,
+        "debugging-guide.md § 20",
+    ),
+    "ecc": _fail("triage.gpu.ecc", "Uncorrectable ECC error", C.GPU_HARDWARE, 100, "debugging-guide.md § 5"),
+    "nvlink_error": _fail(
+        "triage.gpu.nvlink", "Uncorrectable NVLink error", C.GPU_HARDWARE, 98, "debugging-guide.md § 5"
+    ),
+    "fell_off_bus": _fail(
+        "triage.gpu.fell_off_bus", "GPU fell off the bus", C.GPU_HARDWARE, 100, "debugging-guide.md § 5"
+    ),
+    "no_gpu": _fail("triage.gpu.missing", "No usable CUDA GPU", C.GPU_HARDWARE, 85, "debugging-guide.md § 5"),
+    "launch_failure": _fail(
+        "triage.gpu.launch_failure",
+        "CUDA unspecified launch failure (often a GSP / context-switch Xid)",
+        C.GPU_HARDWARE,
+        62,
+        "debugging-guide.md § 5",
+    ),
+    "illegal_address": _fail(
+        "triage.cuda.illegal_address",
+        "CUDA illegal memory access",
+        C.SOFTWARE,
+        60,
+        "debugging-guide.md § 20",
+    ),
+    "cuda_error": _fail("triage.cuda.error", "CUDA runtime error", C.SOFTWARE, 58, "debugging-guide.md § 20"),
+    "nvls": _fail(
+        "triage.config.nvls", "NVLink SHARP (NVLS) setup failed", C.CONFIG, 70, "debugging-guide.md § 19"
+    ),
+    "oom_killed": _fail(
+        "triage.host.oom_killed",
+        "Killed for host memory (OOM killer)",
+        C.HOST_OOM,
+        95,
+        "debugging-guide.md § 4",
+    ),
+    "shm_exhausted": _fail(
+        "triage.config.shm", "Shared memory (/dev/shm) exhausted", C.CONFIG, 80, "debugging-guide.md § 17"
+    ),
+    "addr_in_use": _fail(
+        "triage.config.address_in_use", "Address already in use", C.CONFIG, 82, "debugging-guide.md § 8"
+    ),
+    "master_addr": _fail(
+        "triage.config.master_addr",
+        "MASTER_ADDR could not be resolved",
+        C.CONFIG,
+        82,
+        "debugging-guide.md § 12",
+    ),
+    "rendezvous": _fail(
+        "triage.rendezvous.timeout",
+        "Rendezvous / store timed out: the process group never formed",
+        C.RENDEZVOUS,
+        70,
+        "debugging-guide.md § 7",
+    ),
+    "msg_truncated": _fail(
+        "triage.software.message_truncated",
+        "NCCL bootstrap 'Message truncated' (NCCL versions differ across ranks)",
+        C.SOFTWARE,
+        76,
+        "debugging-guide.md § 10",
+    ),
+    "memreg": _fail(
+        "triage.config.memlock",
+        "RDMA memory registration failed (memlock limit)",
+        C.CONFIG,
+        78,
+        "debugging-guide.md § 17",
+    ),
+    "ofi_init_failed": _fail(
+        "triage.config.efa_plugin",
+        "aws-ofi-nccl / EFA initialisation failed",
+        C.CONFIG,
+        74,
+        "debugging-guide.md § 6",
+    ),
+    "tcp_fallback": _warn(
+        "triage.config.tcp_fallback",
+        "aws-ofi-nccl fell back to the TCP provider instead of EFA",
+        C.CONFIG,
+        62,
+        "debugging-guide.md § 13",
+    ),
+    "transport_error": _fail(
+        "triage.network.transport_error",
+        "Transport errors inside the collective (EFA / libfabric / IB)",
+        C.NETWORK,
+        45,
+        "debugging-guide.md § 3",
+    ),
+    "socket_closed": _warn(
+        "triage.network.connection_closed",
+        "NCCL connection closed by a peer",
+        C.NETWORK,
+        20,
+        "debugging-guide.md § 3",
+    ),
+    "evicted": _fail("triage.infra.evicted", "Pod evicted", C.INFRASTRUCTURE, 85, "debugging-guide.md § 16"),
+    "node_failure": _fail(
+        "triage.infra.node_not_ready",
+        "Node stopped responding",
+        C.INFRASTRUCTURE,
+        88,
+        "debugging-guide.md § 16",
+    ),
+    "preempted": _fail(
+        "triage.infra.preempted", "Workload preempted", C.INFRASTRUCTURE, 85, "debugging-guide.md § 16"
+    ),
+    "storage_error": _fail(
+        "triage.storage.batch_loader",
+        "Storage batch loader failed",
+        C.STORAGE_IO,
+        66,
+        "debugging-guide.md § 14",
+    ),
+    "retries_exhausted": _fail(
+        "triage.storage.retries_exhausted",
+        "Storage requests failed after exhausting their retries",
+        C.STORAGE_IO,
+        66,
+        "debugging-guide.md § 14",
+    ),
+    "storage_timeout": _warn(
+        "triage.storage.timeout", "Storage requests timed out", C.STORAGE_IO, 40, "debugging-guide.md § 14"
+    ),
+    "data_error": _fail(
+        "triage.data.corrupt", "Corrupt or unreadable training data", C.DATA, 78, "debugging-guide.md § 15"
+    ),
+    "connection_reset": Meaning(
+        "triage.noise.connection_resets",
+        "Connection resets that recovered on the first retry (noise, not a cause)",
+        None,
+        0,
+        "debugging-guide.md § 21",
+        Status.INFO,
+        Priority.P2,
+    ),
+    "nccl_warn": _consequence("triage.nccl.warn", "Other NCCL warnings", "debugging-guide.md § 3"),
+    "dataloader_exit": _consequence(
+        "triage.consequence.dataloader_exit", "DataLoader worker exited", "debugging-guide.md § 17"
+    ),
+    "heartbeat": _consequence(
+        "triage.consequence.heartbeat", "Watchdog heartbeat monitor fired", "debugging-guide.md § 1"
+    ),
+    "ais_lost_objects": _fail(
+        "triage.storage.ais_lost_objects",
+        "AIStore batch GET lost objects (out-of-bounds index)",
+        C.STORAGE_IO,
+        68,
+        "debugging-guide.md § 14",
+    ),
+    "ais_stream_broken": _fail(
+        "triage.storage.ais_stream_broken",
+        "AIStore inter-target stream broke",
+        C.STORAGE_IO,
+        64,
+        "debugging-guide.md § 14",
+    ),
+    "ais_dropped": _fail(
+        "triage.storage.ais_dropped",
+        "AIStore dropped objects of an aborted batch",
+        C.STORAGE_IO,
+        62,
+        "debugging-guide.md § 14",
+    ),
+    "ais_pressure": _warn(
+        "triage.storage.ais_pressure",
+        "AIStore target under resource pressure",
+        C.STORAGE_IO,
+        50,
+        "debugging-guide.md § 14",
+    ),
+    "ais_error": _warn(
+        "triage.storage.ais_error", "AIStore daemon errors", C.STORAGE_IO, 30, "debugging-guide.md § 14"
+    ),
+}
+
+_SIGKILL = _fail(
+    "triage.host.sigkill",
+    "Worker killed with SIGKILL (exit -9 / 137)",
+    C.HOST_OOM,
+    50,
+    "debugging-guide.md § 4",
+)
+_SEGFAULT = _fail(
+    "triage.software.segfault",
+    "Worker crashed (segmentation fault)",
+    C.SOFTWARE,
+    45,
+    "debugging-guide.md § 15",
+)
+_EXCEPTION = _fail(
+    "triage.software.exception",
+    "Python exception in the training code",
+    C.SOFTWARE,
+    55,
+    "debugging-guide.md § 15",
+)
+_SLURM_OOM = _fail(
+    "triage.host.slurm_oom", "Slurm task ran out of memory", C.HOST_OOM, 93, "debugging-guide.md § 4"
+)
+_WORKER_EXIT = _consequence(
+    "triage.consequence.worker_exit", "Workers exited after the failure", "debugging-guide.md § 1"
+)
+_NCCL_ERROR = _consequence(
+    "triage.consequence.nccl_error", "NCCL errors raised to Python", "debugging-guide.md § 3"
+)
+
+# Xid → (what it means, whether it is a hardware fault). From the driver's nverror.h mnemonics and
+# NVIDIA's Xid catalogue; 13/31/43 are usually the application's own fault.
+XID_MEANINGS: dict[int, tuple[str, bool]] = {
+    13: ("graphics engine exception (usually an application error)", False),
+    31: ("GPU memory page fault (usually an application illegal address)", False),
+    43: ("GPU stopped processing (application error)", False),
+    45: ("channel removed after a previous Xid", False),
+    48: ("uncorrectable double-bit ECC error", True),
+    61: ("internal micro-controller breakpoint", True),
+    62: ("internal micro-controller halt", True),
+    63: ("row remapping / page retirement event: reset the GPU", True),
+    64: ("row remapping / page retirement failure", True),
+    74: ("NVLink error", True),
+    79: ("GPU has fallen off the bus", True),
+    92: ("excessive single-bit ECC errors", True),
+    94: ("contained uncorrectable ECC error", True),
+    95: ("uncontained uncorrectable error: GPU reset required", True),
+    109: ("context-switch timeout", True),
+    119: ("GSP RPC timeout", True),
+    120: ("GSP error", True),
+}
+
+_CONSEQUENCE_CLASSES = frozenset(
+    {
+        "ChildFailedError",
+        "SignalException",
+        "ProcessExitedException",
+        "ProcessRaisedException",
+        "KeyboardInterrupt",
+        "DistBackendError",
+        "DistNetworkError",
+        "DistStoreError",
+        "CalledProcessError",
+    }
+)
+_CONSEQUENCE_WORDS = re.compile(
+    r"NCCL|ProcessGroup|[Ww]atchdog|communicator|DataLoader worker|c10d|TCPStore|[Tt]imed out|[Cc]onnection"
+    r"|[Bb]roken pipe|SIGTERM|[Tt]erminated|exitcode"
+)
+
+
+def meaning_of(event: Event) -> Meaning | None:
+    """What one event means; None for lines that only feed the rank state or the job summary."""
+    kind = event.kind
+    if kind in _SIMPLE:
+        return _SIMPLE[kind]
+    special = {
+        "xid": _xid,
+        "sxid": _sxid,
+        "worker_exit": _worker_exit,
+        "srun_task": _srun_task,
+        "slurm_cancel": _slurm_cancel,
+        "exception": _exception,
+        "nccl_error": _nccl_error,
+        "remote_exit": lambda _: _NCCL_ERROR,
+        "nccl_aborted": lambda _: _NCCL_ERROR,
+    }.get(kind)
+    return special(event) if special else None
+
+
+def _xid(event: Event) -> Meaning:
+    code = int(event.fields.get("code", "0"))
+    what, hardware = XID_MEANINGS.get(code, ("driver-reported GPU error", True))
+    title = f"Xid {code}: {what}"
+    if code == 45:
+        return _consequence("triage.gpu.xid_45", title, "debugging-guide.md § 5")
+    if hardware:
+        weight = 100 if code in (48, 64, 74, 79, 95, 119, 120) else 92
+        return _fail(f"triage.gpu.xid_{code}", title, C.GPU_HARDWARE, weight, "debugging-guide.md § 5")
+    return _warn(f"triage.gpu.xid_{code}", title, C.SOFTWARE, 58, "debugging-guide.md § 20")
+
+
+def _sxid(event: Event) -> Meaning:
+    title = f"NVSwitch SXid {event.fields.get('code')} ({event.fields.get('severity')})"
+    if event.fields.get("severity") == "Fatal":
+        return _fail("triage.gpu.sxid", title, C.GPU_HARDWARE, 99, "debugging-guide.md § 5")
+    return _consequence("triage.gpu.sxid_nonfatal", title, "debugging-guide.md § 5")
+
+
+def exit_code(event: Event) -> int | None:
+    fields = event.fields
+    for name in ("code", "block_code"):
+        if fields.get(name, "").lstrip("-").isdigit():
+            return int(fields[name])
+    if fields.get("signal", "").isdigit():
+        return -int(fields["signal"])
+    if fields.get("container_code") == "137":
+        return -9
+    return None
+
+
+def _worker_exit(event: Event) -> Meaning:
+    code = exit_code(event)
+    if code == -9:
+        return _SIGKILL
+    if code == -11:
+        return _SEGFAULT
+    return _WORKER_EXIT
+
+
+def _srun_task(event: Event) -> Meaning:
+    status = event.fields.get("status", "")
+    if "Out Of Memory" in status:
+        return _SLURM_OOM
+    if status.startswith("Killed"):
+        return _SIGKILL
+    if status.startswith("Segmentation fault"):
+        return _SEGFAULT
+    return _WORKER_EXIT
+
+
+def _slurm_cancel(event: Event) -> Meaning:
+    reason = (event.fields.get("reason") or "").strip().upper()
+    ref = "debugging-guide.md § 16"
+    if reason.startswith("TIME LIMIT"):
+        return _fail(
+            "triage.infra.time_limit", "Slurm cancelled the job: time limit", C.INFRASTRUCTURE, 30, ref
+        )
+    if reason.startswith("PREEMPTION"):
+        return _fail("triage.infra.preempted", "Slurm preempted the job", C.INFRASTRUCTURE, 85, ref)
+    if reason.startswith("NODE FAILURE"):
+        return _fail(
+            "triage.infra.node_failure", "Slurm cancelled the job: node failure", C.INFRASTRUCTURE, 88, ref
+        )
+    if reason.startswith("JOB REQUEUE"):
+        return _fail("triage.infra.requeue", "Slurm requeued the job", C.INFRASTRUCTURE, 60, ref)
+    if reason.startswith("TASK FAILURE"):
+        return _consequence(
+            "triage.consequence.task_failure", "Slurm ended the step after a task failed", ref
+        )
+    return _fail(
+        "triage.infra.cancelled", "The job was cancelled (scancel or signal)", C.INFRASTRUCTURE, 25, ref
+    )
+
+
+def _exception(event: Event) -> Meaning | None:
+    name = event.fields.get("cls", "").rsplit(".", 1)[-1]
+    what = event.fields.get("what", "")
+    if name in _CONSEQUENCE_CLASSES or _CONSEQUENCE_WORDS.search(what) or _CONSEQUENCE_WORDS.search(name):
+        return None
+    if "OutOfMemory" in name:
+        return _SIMPLE["cuda_oom"]
+    return _EXCEPTION
+
+
+def _nccl_error(event: Event) -> Meaning:
+    what = event.fields.get("what", "")
+    if what.startswith(("invalid usage", "invalid argument")):
+        return _fail(
+            "triage.software.nccl_invalid_usage",
+            "NCCL rejected a call (invalid usage / argument)",
+            C.SOFTWARE,
+            50,
+            "debugging-guide.md § 2",
+        )
+    return _NCCL_ERROR
+
+
+def cuda_oom_figures(event: Event) -> str:
+    """`tried 6.37 GiB on GPU 0 (79.11 GiB total, 2.93 GiB free; this process 76.17 GiB)`."""
+    f = event.fields
+    parts = [f"tried to allocate {f['tried']}"] if "tried" in f else []
+    if "gpu" in f:
+        parts.append(f"on GPU {f['gpu']}")
+    capacity = [f"{f['total']} total"] if "total" in f else []
+    capacity += [f"{f['free']} free"] if "free" in f else []
+    capacity += [f"this process uses {f['in_use']}"] if "in_use" in f else []
+    capacity += [f"{f['by_pytorch']} allocated by PyTorch"] if "by_pytorch" in f else []
+    text = " ".join(parts)
+    return f"{text} ({', '.join(capacity)})" if capacity else text

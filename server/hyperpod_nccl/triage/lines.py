@@ -1,0 +1,95 @@
+"""Streaming line selection: bounded memory whatever the file, and only the lines that matter.
+
+A file is read in fixed-size chunks. Each chunk's complete lines are handed, as one bytes block,
+to a hit finder (the prefilter in `patterns`), and only the lines holding a hit are decoded and
+yielded, with their 1-based numbers. A line longer than `MAX_LINE_BYTES` keeps its first
+`MAX_LINE_BYTES` and the rest is dropped unread, so a 100 MB line costs one chunk of memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+CHUNK_BYTES = 1 << 20
+MAX_LINE_BYTES = 64 * 1024
+HEAD_LINES = 40  # every file's first lines are always yielded: banners name the framework and versions
+_MAX_TRUNCATIONS_LISTED = 5
+
+HitFinder = Callable[[bytes], list[int]]
+
+
+class BinaryInput(ValueError):
+    """The file holds NUL bytes: it is not a text log."""
+
+
+@dataclass
+class ReadReport:
+    lines: int = 0
+    truncated: list[tuple[int, int]] = field(default_factory=list)  # (line number, bytes dropped)
+
+
+def decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace").rstrip("\r\n").rstrip("\r")
+
+
+def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> Iterator[tuple[int, str]]:
+    """Yield (line number, text) for the head of the file and every line with a hit."""
+    carry = b""
+    dropping = 0  # > 0 while skipping the unread tail of an overlong line
+    first = True
+    while chunk := stream.read(CHUNK_BYTES):
+        if first and b"\x00" in chunk:
+            raise BinaryInput("binary file (NUL bytes), not a text log")
+        if dropping:
+            newline = chunk.find(b"\n")
+            if newline < 0:
+                dropping += len(chunk)
+                continue
+            dropping += newline
+            yield from _emit_block(carry + b"\n", find_hits, report, first, truncated_by=dropping)
+            carry, dropping, first = b"", 0, False
+            chunk = chunk[newline + 1 :]
+        buffer = carry + chunk
+        end = buffer.rfind(b"\n") + 1
+        if end:
+            yield from _emit_block(buffer[:end], find_hits, report, first)
+            first = False
+        carry = buffer[end:]
+        if len(carry) > MAX_LINE_BYTES:
+            dropping = len(carry) - MAX_LINE_BYTES
+            carry = carry[:MAX_LINE_BYTES]
+    if carry:
+        yield from _emit_block(carry + b"\n", find_hits, report, first, truncated_by=dropping)
+
+
+def _emit_block(
+    block: bytes, find_hits: HitFinder, report: ReadReport, is_head: bool, truncated_by: int = 0
+) -> Iterator[tuple[int, str]]:
+    base = report.lines + 1
+    if truncated_by and len(report.truncated) < _MAX_TRUNCATIONS_LISTED:
+        report.truncated.append((base, truncated_by))
+    starts = _head_starts(block) if is_head else []
+    starts.extend(block.rfind(b"\n", 0, hit) + 1 for hit in find_hits(block))
+    number, counted_to = base, 0
+    last_start = -1
+    for start in sorted(set(starts)):
+        if start <= last_start:
+            continue
+        number += block.count(b"\n", counted_to, start)
+        counted_to = start
+        end = block.find(b"\n", start)
+        last_start = start
+        yield number, decode(block[start:end])
+    report.lines += block.count(b"\n")
+
+
+def _head_starts(block: bytes) -> list[int]:
+    starts, position = [0], 0
+    for _ in range(HEAD_LINES - 1):
+        position = block.find(b"\n", position) + 1
+        if not position or position >= len(block):
+            break
+        starts.append(position)
+    return starts

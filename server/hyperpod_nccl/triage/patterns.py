@@ -1,0 +1,416 @@
+"""The line catalogue: what to look for, as literal anchors plus a regex that parses the match.
+
+Formats come from shared/log-formats.md (PyTorch 2.1 → current, NCCL 2.18 → 2.30, aws-ofi-nccl,
+libfabric, torchrun, Slurm, Kubernetes, the NVIDIA driver, the kernel). Nothing anchors on a
+source line number. Each pattern names literal anchors: a line is only parsed when one of them
+occurs in it, and the prefilter (`build_hit_finder`) finds anchors for whole chunks at once, so
+the vast majority of lines (training progress, NCCL INFO chatter) never reach Python code.
+
+Event patterns are tried in order and the first match names the line; fact patterns (versions,
+topology, providers) are all applied, because one line can carry several facts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from hyperpod_nccl.triage.lines import HitFinder
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    anchors: tuple[str, ...]
+    regex: re.Pattern[str] | None = None
+    key: str = ""  # a regex group whose value separates events of one kind on one rank
+
+    def match(self, message: str) -> dict[str, str] | None:
+        if not any(anchor in message for anchor in self.anchors):
+            return None
+        if self.regex is None:
+            return {}
+        found = self.regex.search(message)
+        if found is None:
+            return None
+        return {name: value for name, value in found.groupdict().items() if value is not None}
+
+
+def _p(kind: str, anchors: str | tuple[str, ...], regex: str | None = None, key: str = "") -> Pattern:
+    anchor_tuple = (anchors,) if isinstance(anchors, str) else anchors
+    return Pattern(kind, anchor_tuple, re.compile(regex) if regex else None, key)
+
+
+_PG = r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]]*Rank \d+\]\s*)?"
+_ENQ_COMP = (
+    r"last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), last completed (?:NCCL )?work: (?P<completed>-?\d+)"
+)
+_SIZE = r"[\d.]+ ?[KMGT]?i?B|\d+ bytes"
+
+NCCL_STATE = (
+    _p(
+        "wd_timeout",
+        "Watchdog caught collective operation timeout",
+        r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+))?"
+        r"(?:, NumelOut=(?P<numel_out>-?\d+))?, Timeout\(ms\)=(?P<timeout_ms>\d+)\) ran for (?P<ran_ms>\d+)",
+    ),
+    _p(
+        "wd_status",
+        "PG status: last enqueued",
+        _PG + r"\s*failure detected by watchdog at work "
+        r"sequence id: (?P<seq>\d+) PG status: " + _ENQ_COMP,
+    ),
+    _p(
+        "wd_status",
+        "Exception (either an error or timeout)",
+        _PG + r"Exception \(either an error or timeout\) "
+        r"detected by watchdog at work: (?P<seq>\d+), " + _ENQ_COMP,
+    ),
+    _p("wd_status", "Timeout at NCCL work", _PG + r"Timeout at NCCL work: (?P<seq>\d+), " + _ENQ_COMP),
+    _p("dump_first", "First PG on this rank to signal dumping", _PG + "First PG"),
+    _p("dump_observed", "Observed flight recorder dump signal", _PG + "Observed"),
+    _p(
+        "dump_received",
+        "Received a dump signal",
+        _PG + r"Received a dump signal due to a collective timeout from"
+        r"\s+(?:this local rank|rank (?P<origin>\d+)).*?Last enqueued NCCL work: (?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)",
+    ),
+    _p(
+        "work_update",
+        "NCCL Work update periodically",
+        _PG
+        + r"NCCL Work update periodically: "
+        + _ENQ_COMP.replace("last enqueued (?:NCCL )?work", "last enqueued NCCL work"),
+    ),
+    _p("heartbeat", ("ProcessGroupNCCL's watchdog got stuck", "Heartbeat monitor timed out")),
+    _p("take_down", "To avoid data inconsistency"),
+    _p(
+        "async_error",
+        "WorkNCCL(",
+        r"SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+).*raised the following async exception: (?P<what>.*)",
+    ),
+)
+
+GPU = (
+    _p(
+        "cuda_oom",
+        "CUDA out of memory",
+        rf"Tried to allocate (?P<tried>{_SIZE})(?:.*?GPU (?P<gpu>\d+)(?: has a total capac\w* of |; )"
+        rf"(?P<total>{_SIZE}))?(?:.*?(?P<free>{_SIZE}) (?:is )?free)?"
+        rf"(?:.*?this process has (?P<in_use>{_SIZE}) memory in use)?"
+        rf"(?:.*?(?P<by_pytorch>{_SIZE}) is allocated by PyTorch)?",
+    ),
+    _p(
+        "nccl_cuda_oom",
+        ("Cuda failure", "CUDA failure", "Failed to CUDA calloc"),
+        r"(?i)cuda failure\s*(?:\d+\s*)?'?out of memory|failed to cuda calloc",
+    ),
+    _p("cuda_oom", ("CUDA error", "Cuda failure"), "out of memory"),
+    _p("cudnn_not_initialized", "CUDNN_STATUS_NOT_INITIALIZED"),
+    _p("ecc", "ECC", r"uncorrectable ECC error"),
+    _p("illegal_address", ("CUDA error", "Cuda failure", "CUDA failure"), "illegal memory access"),
+    _p("launch_failure", ("CUDA error", "Cuda failure", "CUDA failure"), "unspecified launch failure"),
+    _p("nvlink_error", "NVLink", "uncorrectable NVLink error"),
+    _p("no_gpu", ("No CUDA GPUs are available", "CUDA-capable device")),
+    _p("cuda_error", "CUDA error: ", r"CUDA error: (?P<what>[^.\n]*)"),
+    _p(
+        "xid",
+        "NVRM: Xid",
+        r"NVRM: Xid \(PCI:(?P<bdf>[0-9a-fA-F:]+)[^)]*\): (?P<code>\d+),\s*(?P<what>.*)",
+        key="code",
+    ),
+    _p(
+        "sxid",
+        "SXid",
+        r"SXid \(PCI:(?P<bdf>[^)]+)\): (?P<code>\d+), (?P<severity>Fatal|Non-fatal)",
+        key="code",
+    ),
+    _p("fell_off_bus", ("GPU has fallen", "NVRM"), "fallen off the bus"),
+    _p("nvls", "Failed to bind NVLink SHARP"),
+)
+
+PROCESS = (
+    _p("oom_killed", "Killed process", r"Killed process (?P<pid>\d+) \((?P<comm>[^)]*)\)", key="pid"),
+    _p("oom_killed", "Detected", r"Detected (?P<events>\d+) oom[_-]kill event"),
+    _p("oom_killed", "OOMKilled"),
+    _p(
+        "srun_task",
+        "srun: error:",
+        r"srun: error: (?P<host>[^:\s]+): tasks? (?P<tasks>[\d,\- ]+): (?P<status>.+)$",
+        key="host",
+    ),
+    _p(
+        "worker_exit",
+        "exitcode",
+        r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)"
+        r"|exitcode\s*: (?P<block_code>-?\d+) \(pid",
+    ),
+    _p("worker_exit", "Signal ", r"Signal (?P<signal>\d+) \((?P<signal_name>\w+|<N/A>)\) received by PID"),
+    _p(
+        "failure_field",
+        "      : ",
+        r"^\s*(?P<field>rank|host|time)\s+: (?P<value>\S+)(?: \(local_rank: (?P<local_rank>\d+)\))?",
+    ),
+    _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<container_code>137)\b"),
+)
+
+CONFIG = (
+    _p("shm_exhausted", ("Unexpected bus error", "Error: failed to extend")),
+    _p("shm_exhausted", "No space left on device", r"/dev/shm|torch_\d+|shm"),
+    _p("dataloader_exit", "DataLoader worker (pid"),
+    _p("addr_in_use", ("Address already in use", "EADDRINUSE", "Tried to launch distributed communication")),
+    _p(
+        "rendezvous",
+        (
+            "DistStoreError",
+            "The client socket has timed out",
+            "RendezvousTimeoutError",
+            "RendezvousClosedError",
+            "NCCL communicator and retrieving",
+            "TCP client failed to connect",
+        ),
+    ),
+    _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
+    _p(
+        "msg_truncated",
+        "Message truncated",
+        r"received (?P<got>[\d,]+) bytes instead of (?P<expected>[\d,]+)",
+    ),
+    _p(
+        "memreg",
+        ("Unable to register memory", "Call to ibv_reg", "Unable to register MR", "Failed to allocate pd"),
+    ),
+    _p(
+        "ofi_init_failed",
+        (
+            "OFI fi_getinfo() call failed",
+            "Unable to find a protocol that worked",
+            "NET/OFI aws-ofi-nccl initialization failed",
+            "NET/OFI Initializing plugin failed",
+            "Couldn't open AV",
+            "Failed to initialize any NET plugin",
+            "EFA provider requires",
+        ),
+    ),
+    _p(
+        "tcp_fallback",
+        (
+            "Selected provider is tcp",
+            "Selected Provider is tcp",
+            "Selected provider is sockets",
+            "Selected Provider is sockets",
+            "No eligible providers were found",
+        ),
+    ),
+)
+
+TRANSPORT = (
+    _p(
+        "transport_error",
+        ("NET/OFI Request", "Remote write completed", "Fatal: rx buffer", "Fatal: Bounce buffer"),
+        r"(?P<what>(?:Request|Remote write|rx buffer|Bounce buffer).*completed with error.*)",
+    ),
+    _p("transport_error", "<warn>", r"libfabric:\d+:\d+:[^:]*:(?P<provider>\w+):(?P<subsystem>\w+):"),
+    _p("transport_error", ("Got completion", "Got async event")),
+    _p(
+        "socket_closed",
+        ("Connection closed by remote peer", "Call to recv from", "Failed to execute operation"),
+    ),
+    _p(
+        "nccl_error",
+        "NCCL error in:",
+        r"NCCL error in: (?P<where>[^,]+), (?P<what>.*?)(?:, NCCL version (?P<version>\d+\.\d+\.\d+))?$",
+    ),
+    _p("nccl_aborted", "NCCL communicator was aborted"),
+    _p("remote_exit", "NCCL error", "remote process exited or there was a network error"),
+)
+
+SCHEDULER = (
+    _p(
+        "slurm_cancel",
+        "CANCELLED AT",
+        r"\*\*\* (?:JOB|STEP) (?P<job>[\w.]+) (?:ON (?P<host>\S+) )?CANCELLED AT (?P<time>\S+)"
+        r"(?: DUE (?:TO|to) (?P<reason>[A-Za-z ]+?))?(?:,[^*]*)? \*\*\*",
+        key="host",
+    ),
+    _p("slurm_failed", "FAILED (non-zero exit code"),
+    _p("evicted", ("Evicted", "The node was low on resource", "TaintManagerEviction")),
+    _p("node_failure", ("NodeNotReady", "Kubelet stopped posting node status")),
+    _p("preempted", "Preempted"),
+    _p("sigterm", ("SIGTERM", "SignalException", "Received "), r"SIGTERM|SignalException|death signal"),
+)
+
+STORAGE_CLIENT = (
+    _p("storage_error", ("AISBatchLoaderError", "BatchLoaderError")),
+    _p("retries_exhausted", ("Max retries exceeded", "Retry(total=0")),
+    _p("retries_exhausted", ("retrying", "Retrying"), r"(?i)retr(?:y|ying|ies)\D{0,12}(\d+)\s*/\s*\1\b"),
+    _p(
+        "connection_reset",
+        (
+            "Connection reset",
+            "Connection aborted",
+            "Connection broken",
+            "Retrying (Retry(",
+            "retrying",
+            "Retrying",
+        ),
+        r"(?i)connection|retr",
+    ),
+    _p("storage_timeout", ("ReadTimeoutError", "DEADLINE_EXCEEDED", "Deadline Exceeded", "Read timed out")),
+)
+
+DATA = (
+    _p(
+        "data_error",
+        (
+            "UnpicklingError",
+            "UnidentifiedImageError",
+            "OSError: image file is truncated",
+            "CRC check failed",
+            "Error -3 while decompressing",
+            "Not a gzip file",
+            "BadZipFile",
+            "JSONDecodeError",
+            "ArrowInvalid",
+            "SafetensorError",
+            "HeaderTooLarge",
+            "corrupt",
+            "Corrupt",
+            "UnicodeDecodeError",
+            "EOFError: Ran out of input",
+        ),
+        r"^(?!.*corrupted/incomplete data)",
+    ),
+)
+
+PYTHON = (
+    _p("traceback", "Traceback (most recent call last)"),
+    _p(
+        "exception",
+        ("Error", "Exception", "KeyboardInterrupt"),
+        r"^\s*(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<what>.*))?$",
+    ),
+    _p("nccl_warn", "NCCL WARN", r" NCCL WARN (?P<what>.*)$"),
+)
+
+EVENT_PATTERNS: tuple[Pattern, ...] = (
+    NCCL_STATE + GPU + PROCESS + CONFIG + TRANSPORT + SCHEDULER + STORAGE_CLIENT + DATA + PYTHON
+)
+
+FACT_PATTERNS: tuple[Pattern, ...] = (
+    _p(
+        "pg_init",
+        "ProcessGroupNCCL initialization options",
+        r"size: (?P<size>\d+), global rank: (?P<global_rank>\d+), TIMEOUT\(ms\): (?P<timeout_ms>\d+)",
+    ),
+    _p("nccl_version", "NCCL version", r"NCCL version:? (?P<version>\d+\.\d+\.\d+)"),
+    _p(
+        "ofi_version",
+        ("NET/OFI Initializing aws", "NET/OFI Using aws"),
+        r"aws-ofi-nccl (?P<version>\d+\.\d+\.\d+[\w.-]*)",
+    ),
+    _p(
+        "torch_version",
+        ("torch==", "PyTorch version", "Torch version"),
+        r"(?i)(?:torch==|torch version:? |torch_version[=:] ?)v?(?P<version>\d+\.\d+\.\d+[\w.+]*)",
+    ),
+    _p(
+        "comm_rank",
+        "Init COMPLETE",
+        r"rank (?P<comm_rank>\d+) nranks (?P<nranks>\d+) .*?busId (?P<bus_id>[0-9a-fA-F]+).*Init COMPLETE",
+    ),
+    _p(
+        "provider",
+        ("Selected provider is", "Selected Provider is"),
+        r"Selected [Pp]rovider is (?P<provider>\w+)",
+    ),
+    _p("network", "Using network", r"Using network (?P<network>.+?)\s*$"),
+    _p(
+        "resumed",
+        ("checkpoint", "Restor", "Resum", "Loading checkpoint", "Loaded checkpoint"),
+        r"(?i)resum\w* (?:training )?from|restor\w* (?:states |training )?from|load(?:ed|ing) checkpoint"
+        r"|resume_from_checkpoint\s*[=:]\s*(?!None|null|False)\S",
+    ),
+)
+
+STORAGE_PATTERNS: tuple[Pattern, ...] = (
+    _p("ais_lost_objects", "out-of-bounds index"),
+    _p("ais_stream_broken", ("broken pipe", "Broken pipe")),
+    _p("ais_dropped", "dropping recv"),
+    _p("ais_pressure", ("load=critical", "dsk=critical", "resource pressure", "free mem", "oom:")),
+    _p("ais_error", "E ", r"^E "),
+)
+
+FRAMEWORK_WORDS = (
+    ("NeMo", ("nemo", "NeMo")),
+    ("Megatron-LM", ("megatron", "Megatron")),
+    ("PyTorch Lightning", ("lightning", "Lightning")),
+    ("DeepSpeed", ("deepspeed", "DeepSpeed")),
+    ("torchrun", ("torchrun", "torch.distributed.run", "torch.distributed.elastic", "torch/distributed/run")),
+)
+
+
+# Storage daemon logs are small: glog's `E ` severity at a line start is enough to flag a line.
+STORAGE_PREFILTER = [a for p in STORAGE_PATTERNS[:-1] for a in p.anchors] + ["\nE "]
+
+
+def anchors_of(patterns: tuple[Pattern, ...]) -> list[str]:
+    return sorted({anchor for pattern in patterns for anchor in pattern.anchors})
+
+
+def _trie_regex(words: list[bytes]) -> bytes:
+    """An alternation factored by common prefixes, so each position tries one branch per first byte."""
+    if not words:
+        return b"(?!)"
+    if b"" in words:
+        rest = [w for w in words if w]
+        return b"(?:" + _trie_regex(rest) + b")?" if rest else b""
+    by_first: dict[bytes, list[bytes]] = {}
+    for word in words:
+        by_first.setdefault(word[:1], []).append(word[1:])
+    branches = [re.escape(first) + _trie_regex(tails) for first, tails in sorted(by_first.items())]
+    return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+
+
+def _minimal(words: list[bytes]) -> list[bytes]:
+    """Drop anchors that contain a shorter anchor: the shorter one already finds their lines."""
+    ordered = sorted(set(words), key=len)
+    kept: list[bytes] = []
+    for word in ordered:
+        if not any(shorter in word for shorter in kept):
+            kept.append(word)
+    return kept
+
+
+# One dated line per chunk is enough to learn the year that `E0626 06:24:44`-style stamps omit.
+DATED_LINE = re.compile(rb"20\d\d-[01]\d-[0-3]\d[ T_][0-2]\d:[0-5]\d:[0-5]\d")
+
+
+def build_hit_finder(anchors: list[str]) -> HitFinder:
+    """Offsets of anchor occurrences in a block (a line may be reported more than once).
+
+    Python's regex engine scans an alternation slowly, but skips quickly over characters that
+    cannot start any branch. So anchors starting with an upper-case letter or punctuation share
+    one prefix-factored alternation, and the few that start lower-case are found with
+    `bytes.find`, which runs at memory speed. An anchor starting with a newline marks a line
+    start: its hit is moved past the newline.
+    """
+    encoded = _minimal([anchor.encode() for anchor in anchors])
+    rare_start = [a for a in encoded if a[:1].isupper() or a[:1] in b"[(<*"]
+    common_start = [a for a in encoded if a not in rare_start]
+    alternation = re.compile(_trie_regex(rare_start))
+
+    def find_hits(block: bytes) -> list[int]:
+        hits = [match.start() for match in alternation.finditer(block)] if rare_start else []
+        if dated := DATED_LINE.search(block):
+            hits.append(dated.start())
+        for anchor in common_start:
+            shift = 1 if anchor.startswith(b"\n") else 0
+            position = block.find(anchor)
+            while position >= 0:
+                hits.append(position + shift)
+                line_end = block.find(b"\n", position + shift)
+                position = block.find(anchor, line_end) if line_end >= 0 else -1
+        return hits
+
+    return find_hits

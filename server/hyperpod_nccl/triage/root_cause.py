@@ -1,0 +1,138 @@
+"""From the symptoms back to the origin: pick the trigger, name its culprits, write the chain.
+
+Candidates come from two places: catalogue lines that can start a failure (an OOM, an Xid, a
+Python exception, a port in use, …) and the cross-rank NCCL verdict (straggler, mismatch, every
+rank inside). The most decisive candidate wins, unless another decisive one happened clearly
+earlier — a trigger must precede its consequences. Culprits are the origin, not every rank that
+was affected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+from hyperpod_nccl.models import Category, RootCause
+from hyperpod_nccl.rankset import compress
+from hyperpod_nccl.triage.classify import Classification
+from hyperpod_nccl.triage.events import Event
+
+Confidence = Literal["high", "medium", "low"]
+_DECISIVE = 50  # below this weight a candidate is only blamed when nothing stronger exists
+_CLEARLY_EARLIER = timedelta(minutes=10)
+
+
+@dataclass
+class Candidate:
+    category: Category
+    weight: int
+    title: str
+    ranks: list[int] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    first: Event | None = None
+    when: datetime | None = None
+    confidence: Confidence = "high"
+    finding_id: str = ""
+
+
+@dataclass
+class Context:
+    """What the chain and the ruled-out list need to know about the rest of the run."""
+
+    verdict: Classification
+    collective: str | None  # "ALLREDUCE SeqNum 808"
+    started: datetime | None
+    fired: Event | None
+    fired_at: datetime | None
+    fired_ranks: int
+    final: Event | None
+    noise_count: int
+    hardware_logs_seen: bool
+    kernel_oom_seen: bool
+
+
+def choose(candidates: list[Candidate]) -> Candidate | None:
+    if not candidates:
+        return None
+    ranked = sorted(candidates, key=lambda c: -c.weight)
+    top = ranked[0]
+    if top.when is None:
+        return top
+    earlier = [
+        c
+        for c in ranked
+        if c.weight >= _DECISIVE and c.when is not None and c.when < top.when - _CLEARLY_EARLIER
+    ]
+    return min(earlier, key=lambda c: c.when or datetime.max) if earlier else top
+
+
+def root_cause(top: Candidate, context: Context, culprit_nodes: list[str]) -> RootCause:
+    return RootCause(
+        category=top.category,
+        summary=_summary(top, culprit_nodes),
+        culprit_ranks=sorted(top.ranks),
+        culprit_nodes=culprit_nodes,
+        chain=_chain(top, context),
+        confidence=top.confidence,
+        ruled_out=_ruled_out(top, context),
+    )
+
+
+def _who(ranks: list[int], nodes: list[str]) -> str:
+    parts = [f"rank {compress(ranks)}"] if len(ranks) == 1 else [f"ranks {compress(ranks)}"] if ranks else []
+    if nodes:
+        parts.append(f"on {', '.join(nodes[:4])}" + (f" (+{len(nodes) - 4})" if len(nodes) > 4 else ""))
+    return " ".join(parts) or "an unidentified rank"
+
+
+def _summary(top: Candidate, nodes: list[str]) -> str:
+    return f"{top.title}: {_who(top.ranks, nodes)}."
+
+
+def _at(moment: datetime | None) -> str:
+    return f" at {moment:%Y-%m-%d %H:%M:%S}" if moment else ""
+
+
+def _where(event: Event | None) -> str:
+    return f" ({event.source}:{event.line})" if event else ""
+
+
+def _chain(top: Candidate, context: Context) -> list[str]:
+    chain = [f"trigger: {top.title}, {_who(top.ranks, top.nodes)}{_at(top.when)}{_where(top.first)}"]
+    verdict = context.verdict
+    if context.collective and verdict.waiting:
+        chain.append(
+            f"→ {len(verdict.waiting)} ranks waited inside {context.collective}"
+            f"{' issued ≈' + context.started.strftime('%H:%M:%S') if context.started else ''}"
+            f" for the {verdict.timeout_ms or '?'} ms timeout"
+        )
+    if context.fired:
+        chain.append(
+            f"→ watchdog fired on {context.fired_ranks} ranks{_at(context.fired_at)} and took the processes "
+            f"down{_where(context.fired)}"
+        )
+    if context.final:
+        chain.append(f"→ final: {context.final.text.strip()[:160]}{_where(context.final)}")
+    return chain
+
+
+def _ruled_out(top: Candidate, context: Context) -> list[str]:
+    verdict = context.verdict
+    out: list[str] = []
+    if verdict.verdict in ("straggler", "silent") and top.category != Category.NETWORK:
+        out.append(
+            "network / NCCL transport: the waiting ranks were blocked on ranks that never entered the "
+            "collective, not on the fabric"
+        )
+    if verdict.waiting and not verdict.mismatched and top.category != Category.COLLECTIVE_MISMATCH:
+        out.append("collective mismatch: every rank that timed out issued the same OpType and sizes")
+    if verdict.verdict == "all_inside":
+        out.append("straggler: every rank was inside the collective and none was missing")
+    if context.noise_count:
+        out.append(f"connection resets: {context.noise_count} recovered on the first retry (noise)")
+    if context.hardware_logs_seen and top.category != Category.GPU_HARDWARE:
+        out.append("GPU hardware: the node logs hold no hardware Xid, ECC or fallen-off-the-bus line")
+    if context.hardware_logs_seen and not context.kernel_oom_seen and top.category != Category.HOST_OOM:
+        out.append("host OOM: the node logs hold no OOM-killer line")
+    return out

@@ -1,0 +1,251 @@
+"""Scan one input into a `FileScan`: the only place where lines become events.
+
+Each line the prefilter selects is stripped of its prefixes and named by the first event pattern
+that matches; fact patterns (versions, topology) are all applied. Repeats of one kind on one rank
+fold into the first event's `count`, so memory grows with ranks × kinds, never with file size.
+"""
+
+from __future__ import annotations
+
+import gzip
+import tarfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from typing import BinaryIO
+
+from hyperpod_nccl.triage.discover import InputFile
+from hyperpod_nccl.triage.events import Event, FileScan
+from hyperpod_nccl.triage.lines import BinaryInput, HitFinder, ReadReport, select_lines
+from hyperpod_nccl.triage.patterns import (
+    EVENT_PATTERNS,
+    FACT_PATTERNS,
+    FRAMEWORK_WORDS,
+    STORAGE_PATTERNS,
+    STORAGE_PREFILTER,
+    Pattern,
+    anchors_of,
+    build_hit_finder,
+)
+from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, strip
+
+MAX_EVENTS_PER_FILE = 40_000
+MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
+_KEEP_LATEST = frozenset({"work_update"})
+
+
+@cache
+def _log_finder() -> HitFinder:
+    return build_hit_finder(anchors_of(EVENT_PATTERNS + FACT_PATTERNS))
+
+
+@cache
+def _storage_finder() -> HitFinder:
+    return build_hit_finder(STORAGE_PREFILTER)
+
+
+def scan_input(item: InputFile) -> FileScan:
+    """Read one file (or every member of one archive) and return what it holds."""
+    scan = FileScan(source=item.source, storage=item.storage)
+    try:
+        if item.archive:
+            _scan_archive(item, scan)
+        else:
+            with _open(item) as stream:
+                _scan_stream(stream, item.source, scan)
+    except BinaryInput as error:
+        scan.problems.append(str(error))
+    except (EOFError, zlib.error, gzip.BadGzipFile, tarfile.TarError) as error:
+        scan.problems.append(f"truncated or corrupt compressed data after line {scan.lines_read}: {error}")
+    except OSError as error:
+        scan.problems.append(f"read error after line {scan.lines_read}: {error.strerror or error}")
+    _fill_file_level_identity(scan)
+    return scan
+
+
+@contextmanager
+def _open(item: InputFile) -> Iterator[BinaryIO]:
+    with item.path.open("rb") as raw:
+        if raw.read(2) == b"\x1f\x8b":
+            raw.seek(0)
+            with gzip.GzipFile(fileobj=raw) as unzipped:
+                yield unzipped  # type: ignore[misc]
+        else:
+            raw.seek(0)
+            yield raw
+
+
+def _scan_archive(item: InputFile, scan: FileScan) -> None:
+    with tarfile.open(item.path, mode="r|*") as archive:
+        for member in archive:
+            if not member.isfile():
+                continue
+            stream = archive.extractfile(member)
+            if stream is not None:
+                _scan_stream(stream, f"{item.source}:{member.name}", scan)  # type: ignore[arg-type]
+
+
+class _FileState:
+    """What one pass over a file accumulates besides events."""
+
+    def __init__(self, scan: FileScan, source: str) -> None:
+        self.scan = scan
+        self.source = source
+        self.keyed: dict[tuple[object, ...], Event] = {}
+        self.local_to_global: dict[int, int] = {}
+        self.failure_block: dict[str, str] = {}
+
+
+def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
+    report = ReadReport()
+    state = _FileState(scan, source)
+    finder = _storage_finder() if scan.storage else _log_finder()
+    patterns = STORAGE_PATTERNS if scan.storage else EVENT_PATTERNS
+    try:
+        for number, text in select_lines(stream, finder, report):
+            _take_line(state, patterns, number, text)
+    finally:
+        scan.lines_read += report.lines
+        for line, dropped in report.truncated:
+            scan.problems.append(f"{source}:{line}: line truncated, {dropped} bytes past 64 KiB not read")
+        scan.events.extend(state.keyed.values())
+        _apply_local_ranks(state)
+
+
+def _take_line(state: _FileState, patterns: tuple[Pattern, ...], number: int, text: str) -> None:
+    stripped = strip(text)
+    _note_identity(state, stripped)
+    if number <= 40:
+        _note_framework(state.scan, text)
+    if not state.scan.storage:
+        for fact in FACT_PATTERNS:
+            fields = fact.match(stripped.message)
+            if fields is not None:
+                _record(state, fact, fields, number, text, stripped)
+    for pattern in patterns:
+        fields = pattern.match(stripped.message)
+        if fields is not None:
+            _record(state, pattern, fields, number, text, stripped)
+            return
+
+
+def _note_identity(state: _FileState, stripped: Stripped) -> None:
+    scan = state.scan
+    if stripped.host:
+        scan.hosts.add(stripped.host)
+    if stripped.rank is not None:
+        scan.ranks.add(stripped.rank)
+        if stripped.host:
+            scan.rank_hosts.setdefault(stripped.rank, stripped.host)
+        if stripped.local_rank is not None:
+            state.local_to_global.setdefault(stripped.local_rank, stripped.rank)
+    if stripped.stamp and not stripped.stamp.startswith(UNKNOWN_YEAR):
+        year = int(stripped.stamp[:4])
+        scan.dated_years[year] = scan.dated_years.get(year, 0) + 1
+
+
+def _note_framework(scan: FileScan, text: str) -> None:
+    for name, words in FRAMEWORK_WORDS:
+        if any(word in text for word in words):
+            scan.frameworks.add(name)
+
+
+def _record(
+    state: _FileState, pattern: Pattern, fields: dict[str, str], number: int, text: str, stripped: Stripped
+) -> None:
+    if pattern.kind == "failure_field":
+        _note_failure_field(state, fields)
+        return
+    event = Event(
+        kind=pattern.kind,
+        source=state.source,
+        line=number,
+        text=text[:MAX_TEXT_CHARS],
+        rank=stripped.rank,
+        node=stripped.host or _short_host(fields.get("host")),
+        stamp=_stamp(stripped, fields),
+        fields=fields,
+    )
+    if stripped.local_rank is not None:
+        event.fields["local_rank"] = str(stripped.local_rank)
+    if pattern.kind == "worker_exit":
+        _attach_failure_block(state, event)
+    key = (
+        event.kind,
+        event.rank,
+        event.node,
+        fields.get("pg"),
+        fields.get(pattern.key) if pattern.key else None,
+    )
+    existing = state.keyed.get(key)
+    if existing is None:
+        if len(state.keyed) < MAX_EVENTS_PER_FILE:
+            state.keyed[key] = event
+        return
+    existing.count += 1
+    if event.kind in _KEEP_LATEST:
+        existing.line, existing.text, existing.fields, existing.stamp = (
+            event.line,
+            event.text,
+            fields,
+            event.stamp,
+        )
+
+
+def _stamp(stripped: Stripped, fields: dict[str, str]) -> str | None:
+    explicit = fields.get("time")
+    if explicit and len(explicit) >= 19 and explicit[:4].isdigit():
+        return explicit[:10] + "T" + explicit[11:19]
+    return stripped.stamp
+
+
+def _short_host(host: str | None) -> str | None:
+    """NCCL prints gethostname() cut at the first dot; torchrun prints the FQDN. Use NCCL's form."""
+    if not host:
+        return None
+    return host if host.replace(".", "").isdigit() else host.split(".", 1)[0]
+
+
+def _note_failure_field(state: _FileState, fields: dict[str, str]) -> None:
+    name, value = fields["field"], fields["value"]
+    if name == "time":
+        state.failure_block = {}
+    state.failure_block[name] = value
+    if fields.get("local_rank"):
+        state.failure_block["local_rank"] = fields["local_rank"]
+
+
+def _attach_failure_block(state: _FileState, event: Event) -> None:
+    """torchrun's ChildFailedError names rank, host and time on the lines before `exitcode`."""
+    block = state.failure_block
+    if "block_code" not in event.fields and "signal" not in event.fields:
+        return
+    if block.get("rank", "").isdigit():
+        event.rank = int(block["rank"])
+    event.node = event.node or _short_host(block.get("host"))
+    if "time" in block:
+        event.fields["time"] = block["time"]
+        event.stamp = _stamp(Stripped(""), {"time": block["time"]})
+    if "local_rank" in block:
+        event.fields["local_rank"] = block["local_rank"]
+
+
+def _apply_local_ranks(state: _FileState) -> None:
+    """A line tagged only `[default3]:` belongs to the global rank other lines of the file give local 3."""
+    for event in state.keyed.values():
+        if event.rank is None and "local_rank" in event.fields:
+            event.rank = state.local_to_global.get(int(event.fields["local_rank"]))
+
+
+def _fill_file_level_identity(scan: FileScan) -> None:
+    """A file written by one rank (or one host) lends that identity to its unprefixed lines."""
+    only_rank = next(iter(scan.ranks)) if len(scan.ranks) == 1 else None
+    only_host = next(iter(scan.hosts)) if len(scan.hosts) == 1 else None
+    for event in scan.events:
+        if event.rank is None and only_rank is not None and event.kind not in ("srun_task", "slurm_cancel"):
+            event.rank = only_rank
+        if event.node is None and only_host is not None:
+            event.node = only_host
+    if only_rank is not None and only_host is not None:
+        scan.rank_hosts.setdefault(only_rank, only_host)

@@ -1,0 +1,148 @@
+"""The job summary: framework, world size, nodes, rank → node map, resume, versions per node.
+
+Identity comes from lines that carry both a rank and a host (NCCL's `host:pid:tid [dev]` prefix
+under `[rankN]:` or srun `--label`), NCCL's `Init COMPLETE` line, files written by one rank on one
+host, and torchrun's failure report.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from hyperpod_nccl.models import JobSummary, VersionGroup
+from hyperpod_nccl.rankset import compress
+from hyperpod_nccl.triage.events import Event, FileScan
+
+_FRAMEWORK_ORDER = ("NeMo", "Megatron-LM", "PyTorch Lightning", "DeepSpeed", "torchrun")
+_MAP_LINES = 8  # rank-map lines listed before the summary says "and N more"
+_NAMED_NODES = 6
+_TORCH_WORDING = (  # (text in a watchdog line, PyTorch generation that prints it) — log-formats.md §1
+    ("failure detected by watchdog", "≥2.6 (from log wording)"),
+    ("Exception (either an error or timeout)", "2.4–2.5 (from log wording)"),
+    ("Timeout at NCCL work", "2.3 (from log wording)"),
+)
+
+
+@dataclass
+class Topology:
+    rank_node: dict[int, str] = field(default_factory=dict)
+    nodes: list[str] = field(default_factory=list)
+    world_size: int | None = None
+
+    @property
+    def world(self) -> list[int]:
+        return list(range(self.world_size)) if self.world_size else sorted(self.rank_node)
+
+    def node_of(self, rank: int | None) -> str | None:
+        return self.rank_node.get(rank) if rank is not None else None
+
+
+def build_topology(scans: Iterable[FileScan], events: list[Event]) -> Topology:
+    topology = Topology()
+    hosts: set[str] = set()
+    for scan in scans:
+        if scan.storage:
+            continue
+        hosts |= scan.hosts
+        for rank, host in scan.rank_hosts.items():
+            topology.rank_node.setdefault(rank, host)
+    sizes = [int(e.fields["size"]) for e in events if e.kind == "pg_init"]
+    sizes += [int(e.fields["nranks"]) for e in events if e.kind == "comm_rank"]
+    world = max(sizes, default=0)
+    for event in events:
+        if event.kind == "comm_rank" and event.node and int(event.fields["nranks"]) == world:
+            topology.rank_node.setdefault(int(event.fields["comm_rank"]), event.node)
+    ranks_seen = {e.rank for e in events if e.rank is not None} | set(topology.rank_node)
+    topology.world_size = world or (max(ranks_seen) + 1 if ranks_seen else None)
+    topology.nodes = sorted(hosts | set(topology.rank_node.values()))
+    return topology
+
+
+def job_summary(
+    scans: list[FileScan], events: list[Event], topology: Topology, notes: list[str]
+) -> JobSummary:
+    per_node = _ranks_per_node(topology)
+    counts = Counter(len(ranks) for ranks in per_node.values())
+    return JobSummary(
+        framework=_framework(scans, events),
+        world_size=topology.world_size,
+        nodes=len(topology.nodes),
+        ranks_per_node=counts.most_common(1)[0][0] if counts else None,
+        rank_map=[f"{node}: {compress(ranks)}" for node, ranks in list(per_node.items())[:_MAP_LINES]],
+        rank_map_note=_map_note(per_node),
+        resumed_from_checkpoint=any(e.kind == "resumed" for e in events),
+        versions=version_groups(events, topology),
+        notes=notes,
+    )
+
+
+def _ranks_per_node(topology: Topology) -> dict[str, list[int]]:
+    per_node: dict[str, list[int]] = {}
+    for rank, node in sorted(topology.rank_node.items()):
+        per_node.setdefault(node, []).append(rank)
+    return dict(sorted(per_node.items(), key=lambda item: item[1][0]))
+
+
+def _map_note(per_node: dict[str, list[int]]) -> str | None:
+    if len(per_node) <= _MAP_LINES:
+        return None
+    sizes = {len(ranks) for ranks in per_node.values()}
+    contiguous = all(ranks == list(range(ranks[0], ranks[0] + len(ranks))) for ranks in per_node.values())
+    layout = (
+        f"each node holds {sizes.pop()} contiguous ranks" if contiguous and len(sizes) == 1 else "irregular"
+    )
+    return f"{len(per_node) - _MAP_LINES} more nodes not listed; {layout}."
+
+
+def _framework(scans: list[FileScan], events: list[Event]) -> str | None:
+    found = set().union(*(scan.frameworks for scan in scans)) if scans else set()
+    if any("local_rank" in e.fields for e in events):
+        found.add("torchrun")
+    for name in _FRAMEWORK_ORDER:
+        if name in found:
+            return name if name != "torchrun" else "PyTorch (torchrun)"
+    return "PyTorch" if any(e.kind in ("pg_init", "wd_timeout", "wd_status") for e in events) else None
+
+
+def node_versions(events: list[Event], topology: Topology) -> dict[str, dict[str, str]]:
+    """torch / nccl / aws_ofi_nccl per node, from banners, NCCL errors and the watchdog's wording."""
+    versions: dict[str, dict[str, str]] = {}
+    for event in events:
+        node = event.node or topology.node_of(event.rank)
+        if node is None:
+            continue
+        found = versions.setdefault(node, {})
+        if event.kind in ("nccl_version", "nccl_error") and "version" in event.fields:
+            found.setdefault("nccl", event.fields["version"])
+        elif event.kind == "ofi_version":
+            found.setdefault("aws_ofi_nccl", event.fields["version"].removesuffix("-aws").removesuffix("aws"))
+        elif event.kind == "torch_version":
+            found["torch"] = event.fields["version"]
+        elif event.kind in ("wd_status", "wd_timeout") and "torch" not in found:
+            found["torch_wording"] = next((gen for text, gen in _TORCH_WORDING if text in event.text), "")
+    for found in versions.values():
+        wording = found.pop("torch_wording", "")
+        if "torch" not in found and wording:
+            found["torch"] = wording
+    return versions
+
+
+def version_groups(events: list[Event], topology: Topology) -> list[VersionGroup]:
+    by_versions: dict[tuple[str | None, ...], list[str]] = {}
+    for node, found in sorted(node_versions(events, topology).items()):
+        key = (found.get("torch"), found.get("nccl"), found.get("aws_ofi_nccl"))
+        by_versions.setdefault(key, []).append(node)
+    groups = sorted(by_versions.items(), key=lambda item: -len(item[1]))
+    return [
+        VersionGroup(
+            node_count=len(nodes),
+            nodes=nodes[:_NAMED_NODES] if index or len(nodes) <= _NAMED_NODES else [],
+            torch=key[0],
+            nccl=key[1],
+            aws_ofi_nccl=key[2],
+        )
+        for index, (key, nodes) in enumerate(groups)
+        if any(key)
+    ]
