@@ -16,6 +16,7 @@ from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare
 from hyperpod_nccl.models import Report
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
 from hyperpod_nccl.render import render_json, render_text, use_color
+from hyperpod_nccl.triage.cli import add_triage_arguments, run_triage_command
 
 EXIT_OK, EXIT_ISSUES, EXIT_UNUSABLE = 0, 1, 2
 
@@ -105,6 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Command]] = [
     ("serve", "run the MCP server (stdio by default)", _add_serve_arguments, _serve),
     ("references", "list reference sections, or print one", _add_references_arguments, _references),
+    (
+        "triage",
+        "triage worker logs of every rank: who hung, who waited, and why (exit 1 when issues are found)",
+        add_triage_arguments,
+        run_triage_command,
+    ),
     (
         "compare",
         "compare two saved reports: fixed, still failing, new (exit 1 while anything remains)",

@@ -30,6 +30,7 @@ from hyperpod_nccl.references import (
     read_reference_section,
 )
 from hyperpod_nccl.skill_tools import compare_reports, create_escalation_bundle
+from hyperpod_nccl.triage.mcp_tool import triage_logs
 from hyperpod_nccl.workflow import (
     DIAGNOSE_WORKFLOW,
     ESCALATION_WORKFLOW,
@@ -102,6 +103,7 @@ def _redacted(tool: Callable[..., Any]) -> Callable[..., Any]:
 TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (list_references, READ_ONLY),
     (read_reference, READ_ONLY),
+    (triage_logs, READ_ONLY),
     (compare_reports, READ_ONLY),
     # Writes one local .tar.gz and nothing else: read-only as far as any cluster is concerned.
     (create_escalation_bundle, READ_ONLY),

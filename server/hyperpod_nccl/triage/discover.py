@@ -120,3 +120,17 @@ def _reason(error: OSError) -> str:
     if error.errno in (errno.EACCES, errno.EPERM):
         return "permission denied"
     return f"unreadable: {error.strerror or error}"
+
+
+def unusable_reason(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) -> str | None:
+    """Why the arguments cannot be triaged at all (CLI exit 2), or None when they can."""
+    for path in [*log_paths, *storage_paths]:
+        if not Path(path).exists():
+            return f"{path}: no such file or directory"
+    found = discover(log_paths)
+    if found.files:
+        return None
+    if not found.skipped:
+        return f"{', '.join(map(str, log_paths))}: no log files (empty directory)"
+    reasons = "; ".join(f"{s.source}: {s.reason}" for s in found.skipped[:3])
+    return f"no readable log file under {', '.join(map(str, log_paths))} ({reasons})"

@@ -73,7 +73,8 @@ NCCL_STATE = (
         "dump_received",
         "Received a dump signal",
         _PG + r"Received a dump signal due to a collective timeout from"
-        r"\s+(?:this local rank|rank (?P<origin>\d+)).*?Last enqueued NCCL work: (?P<enqueued>-?\d+), last completed NCCL work: (?P<completed>-?\d+)",
+        r"\s+(?:this local rank|rank (?P<origin>\d+)).*?Last enqueued NCCL work: (?P<enqueued>-?\d+), "
+        r"last completed NCCL work: (?P<completed>-?\d+)",
     ),
     _p(
         "work_update",

@@ -1,0 +1,33 @@
+"""`hyperpod-nccl triage LOG_DIR [STORAGE_LOG_DIR] [--json]`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "log_dir", type=Path, metavar="LOG_DIR", help="worker logs: a directory (read recursively) or a file"
+    )
+    parser.add_argument(
+        "storage_log_dir",
+        type=Path,
+        nargs="?",
+        metavar="STORAGE_LOG_DIR",
+        help="storage daemon logs (e.g. AIStore): a directory or .tar.gz archives",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run_triage_command(args: argparse.Namespace) -> int:
+    # Imported here: the top-level CLI imports this module to build its parser.
+    from hyperpod_nccl.cli import UsageError, emit_report
+    from hyperpod_nccl.triage.discover import unusable_reason
+    from hyperpod_nccl.triage.engine import run_triage
+
+    storage = [args.storage_log_dir] if args.storage_log_dir else []
+    reason = unusable_reason([args.log_dir], storage)
+    if reason:
+        raise UsageError(reason)
+    return emit_report(run_triage([args.log_dir], storage), args.json)
