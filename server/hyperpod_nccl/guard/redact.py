@@ -20,6 +20,13 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
         f"-----BEGIN PRIVATE KEY-----{MASK}-----END PRIVATE KEY-----",
     ),
     (re.compile(r"\b(AKIA|ASIA|AROA|AIDA)[A-Z0-9]{16}\b"), MASK),
+    # PEM body lines read one by one, as log readers do, behind a label or timestamp or not:
+    # a DER key's first line starts with "MII"; later lines are 64 base64 characters (not hex).
+    (re.compile(r"(?m)(^|[\s:])MII[A-Za-z0-9+/]{36,}={0,2}(?=\s*$)"), rf"\1{MASK}"),
+    (re.compile(r"(?m)(^|[\s:])(?=[A-Za-z0-9+/]{0,63}[G-Zg-z+/])[A-Za-z0-9+/]{64}(?=\s*$)"), rf"\1{MASK}"),
+    # STS session tokens have no name next to them in a debug trace, but a fixed opening.
+    (re.compile(r"\b(?:IQoJb3JpZ2lu|FwoGZXIvYXdz)[A-Za-z0-9/+=]{16,}"), MASK),
+    (re.compile(r"(?i)(\bwandb\s+login\s+(?:--?[a-z-]+\s+)*)[A-Za-z0-9_-]{32,}"), rf"\1{MASK}"),
     (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), MASK),
     (re.compile(r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}\b"), MASK),
     (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"), MASK),
@@ -59,13 +66,28 @@ def redact_data(value: Any) -> Any:
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, dict):
+        if _is_secret_env_entry(value):
+            return {**redact_data({k: v for k, v in value.items() if k != "value"}), "value": MASK}
         return {key: _redact_mapping_value(key, item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [redact_data(item) for item in value]
     return value
 
 
-_SECRET_KEY_NAME = re.compile(r"(?i)(secret|token|password|passwd|api_?key|access_?key|credential)")
+_SECRET_KEY_NAME = re.compile(
+    r"(?i)(secret|token|password|passwd|api_?key|access_?key|private_?key|credential)"
+)
+
+
+def _is_secret_env_entry(value: dict[Any, Any]) -> bool:
+    # A pod spec's env is a list of {"name": ..., "value": ...}: the name is not the dict key.
+    name, secret = value.get("name"), value.get("value")
+    return (
+        isinstance(name, str)
+        and isinstance(secret, str)
+        and bool(secret)
+        and bool(_SECRET_KEY_NAME.search(name))
+    )
 
 
 def _redact_mapping_value(key: Any, value: Any) -> Any:
