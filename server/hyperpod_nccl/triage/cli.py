@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
+
 
 def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -18,6 +20,7 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
         help="storage daemon logs (e.g. AIStore): a directory or .tar.gz archives",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_compare_argument(parser)
 
 
 def run_triage_command(args: argparse.Namespace) -> int:
@@ -30,4 +33,7 @@ def run_triage_command(args: argparse.Namespace) -> int:
     reason = unusable_reason([args.log_dir], storage)
     if reason:
         raise UsageError(reason)
-    return emit_report(run_triage([args.log_dir], storage), args.json)
+    report = run_triage([args.log_dir], storage)
+    status = emit_report(report, args.json)
+    print_comparison(report, args)
+    return status
