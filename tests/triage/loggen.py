@@ -121,7 +121,11 @@ class EvidenceLine:
 
 @dataclass(frozen=True)
 class Planted:
-    """What a scenario planted, as the triage report should find it."""
+    """What a scenario planted, as the triage report should find it.
+
+    `evidence` holds the decisive line, or equivalent statements of the same decisive fact (the
+    last retry and the exception it raised): a report that cites any one of them is honest.
+    """
 
     name: str
     log_dir: Path
@@ -148,6 +152,9 @@ class Mark:
     index: int | None = None
 
 
+Marks = Mark | Sequence[Mark] | None
+
+
 @dataclass
 class _Emission:
     when: datetime
@@ -155,7 +162,7 @@ class _Emission:
     file: str
     prefix: str
     lines: list[str]
-    mark: Mark | None
+    marks: tuple[Mark, ...]
 
 
 @dataclass
@@ -221,42 +228,39 @@ class LogSet:
         }[self.job.layout]
 
     # --- emitting ---------------------------------------------------------------------------
-    def rank(self, rank: int, when: datetime, lines: str | Sequence[str], mark: Mark | None = None) -> None:
+    def rank(self, rank: int, when: datetime, lines: str | Sequence[str], mark: Marks = None) -> None:
         self._queue(when, self.rank_file(rank), self._launcher_prefix(rank), lines, mark)
 
-    def agent(self, node: int, when: datetime, lines: str | Sequence[str], mark: Mark | None = None) -> None:
+    def agent(self, node: int, when: datetime, lines: str | Sequence[str], mark: Marks = None) -> None:
         self._queue(when, self.agent_file(node), "", lines, mark)
 
-    def srun(self, when: datetime, lines: str | Sequence[str], mark: Mark | None = None) -> None:
+    def srun(self, when: datetime, lines: str | Sequence[str], mark: Marks = None) -> None:
         self._queue(when, self.srun_file(), "", lines, mark)
 
-    def kernel(self, node: int, when: datetime, message: str, mark: Mark | None = None) -> None:
+    def kernel(self, node: int, when: datetime, message: str, mark: Marks = None) -> None:
         host = self.job.hosts[node]
         line = (
             dmesg_t(when, message) if self.job.kernel_log is KernelLog.DMESG else journal(when, host, message)
         )
         self._queue(when, self.kernel_file(node), "", [line], mark)
 
-    def _queue(
-        self, when: datetime, file: str, prefix: str, lines: str | Sequence[str], mark: Mark | None
-    ) -> None:
+    def _queue(self, when: datetime, file: str, prefix: str, lines: str | Sequence[str], mark: Marks) -> None:
         self._order += 1
         batch = [lines] if isinstance(lines, str) else list(lines)
-        self._pending.append(_Emission(when, self._order, file, prefix, batch, mark))
+        marks = () if mark is None else (mark,) if isinstance(mark, Mark) else tuple(mark)
+        self._pending.append(_Emission(when, self._order, file, prefix, batch, marks))
 
     def flush(self) -> None:
         """Write everything queued, oldest first (ties keep emission order)."""
         for emission in sorted(self._pending, key=lambda e: (e.when, e.order)):
             sink = self._sink(emission.file)
-            if emission.mark is not None:
-                self._record(emission, sink.lines)
+            for mark in emission.marks:
+                self._record(emission, mark, sink.lines)
             sink.handle.write("".join(f"{emission.prefix}{line}\n" for line in emission.lines))
             sink.lines += len(emission.lines)
         self._pending.clear()
 
-    def _record(self, emission: _Emission, lines_before: int) -> None:
-        mark = emission.mark
-        assert mark is not None
+    def _record(self, emission: _Emission, mark: Mark, lines_before: int) -> None:
         if mark.index is None:
             index = next((i for i, text in enumerate(emission.lines) if mark.contains in text), None)
             if index is None:

@@ -396,16 +396,17 @@ def _rank_raises(
     name: str,
     story: str,
     exit_code: int = 1,
-    steps: int = STEPS,
+    equivalent: Mark | None = None,
 ) -> Planted:
     """`culprit` prints `lines` (an exception) and exits; everyone else times out waiting for it."""
     ls = LogSet(root, job)
-    stuck_at = _train(ls, steps)
-    text = lines(ls)
-    ls.rank(culprit, stuck_at + seconds(0.2), text, Mark(DECISIVE, contains, index))
+    stuck_at = _train(ls)
+    marks = [Mark(DECISIVE, contains, index), *([equivalent] if equivalent else [])]
+    ls.rank(culprit, stuck_at + seconds(0.2), lines(ls), marks)
     ls.flush()
     _crash_then_timeout(ls, culprit, stuck_at + seconds(0.3), exit_code)
-    return ls.planted(name, category, [culprit], [job.node_of(culprit)], [DECISIVE], story)
+    keys = [mark.key for mark in marks]
+    return ls.planted(name, category, [culprit], [job.node_of(culprit)], keys, story)
 
 
 def cuda_oom_current_torchrun(root: Path) -> Planted:
@@ -585,6 +586,7 @@ def storage_retries_exhausted_current_per_rank(root: Path) -> Planted:
         "storage_io",
         "storage_retries_exhausted_current_per_rank",
         "The storage service kept resetting rank 37's shard reads until retries were exhausted.",
+        equivalent=Mark("last retry", "Retry(total=0,"),
     )
     storage = root / "ais-logs"
     _write_ais_target_log(storage, job.start)
@@ -819,6 +821,13 @@ def store_clients_missing_current_slurm(root: Path) -> Planted:
         python_traceback("", TRAIN_FRAMES[:1], exc),
         Mark(DECISIVE, f"{joined}/{job.world_size} clients joined"),
     )
+    # The clients that had joined lose the store when rank 0 exits.
+    lost = (
+        "torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. "
+        "Did the remote server shutdown or crash?"
+    )
+    for rank in range(1, joined):
+        ls.rank(rank, failed + seconds(0.5), python_traceback("", TRAIN_FRAMES[:1], lost))
     ls.flush()
     write_launcher_exits(ls, failed + seconds(1), {0: 1, **_aborts(job, set(range(1, job.world_size)), -15)})
     return ls.planted(
