@@ -8,6 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hyperpod_nccl.analyze.cross_node import analyze_cross_node
+from hyperpod_nccl.analyze.node_efa import analyze_node_efa
+from hyperpod_nccl.analyze.node_fabric import analyze_node_fabric
+from hyperpod_nccl.analyze.node_gpu import analyze_node_gpu
+from hyperpod_nccl.analyze.node_kernel import analyze_node_kernel
+from hyperpod_nccl.analyze.node_limits import analyze_node_limits
+from hyperpod_nccl.analyze.node_probe import analyze_node_probe
 from hyperpod_nccl.analyze.slurm_controller import analyze_slurm_controller
 from hyperpod_nccl.analyze.slurm_host import analyze_slurm_host
 from hyperpod_nccl.analyze.slurm_jobs import analyze_slurm_jobs
@@ -17,7 +24,19 @@ from hyperpod_nccl.snapshot import Snapshot
 
 Analyzer = Callable[[Snapshot], list[Finding]]
 
+# The on-node probe checks; `hyperpod-nccl probe` runs just these.
+PROBE_ANALYZERS: list[Analyzer] = [
+    analyze_node_probe,
+    analyze_node_gpu,
+    analyze_node_fabric,
+    analyze_node_kernel,
+    analyze_node_efa,
+    analyze_node_limits,
+    analyze_cross_node,
+]
+
 ANALYZERS: list[Analyzer] = [
+    *PROBE_ANALYZERS,
     analyze_slurm_controller,
     analyze_slurm_nodes,
     analyze_slurm_jobs,

@@ -26,9 +26,25 @@ class UnknownProbeScript(LookupError):
 
 @dataclass(frozen=True)
 class ProbeScript:
+    """A shipped script and its parameters. Constructing one directly is checked just as
+    `probe_script` is: text that is not byte-for-byte a shipped script is refused, so a runner
+    handed a ProbeScript can trust it."""
+
     name: str
     text: str
     params: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if self.name not in available_scripts():
+            raise UnknownProbeScript(
+                f"no probe script {self.name!r}; shipped scripts: {', '.join(available_scripts())}"
+            )
+        if self.text != (SCRIPTS_DIR / f"{self.name}.sh").read_text(encoding="utf-8"):
+            raise UnknownProbeScript(f"probe script {self.name!r} does not match the shipped file")
+        for key, value in self.params.items():
+            if not _PARAM_NAME.fullmatch(key) or not _PARAM_VALUE.fullmatch(value):
+                raise ValueError(f"probe parameter {key}={value!r} is not a plain identifier or value")
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
 
 def available_scripts() -> list[str]:
@@ -37,14 +53,9 @@ def available_scripts() -> list[str]:
 
 def probe_script(name: str, params: Mapping[str, str] | None = None) -> ProbeScript:
     """The shipped script `name`, with validated parameters."""
-    path = SCRIPTS_DIR / f"{name}.sh"
     if name not in available_scripts():
         raise UnknownProbeScript(
             f"no probe script {name!r}; shipped scripts: {', '.join(available_scripts())}"
         )
-    checked: dict[str, str] = {}
-    for key, value in (params or {}).items():
-        if not _PARAM_NAME.fullmatch(key) or not _PARAM_VALUE.fullmatch(value):
-            raise ValueError(f"probe parameter {key}={value!r} is not a plain identifier or value")
-        checked[key] = value
-    return ProbeScript(name=name, text=path.read_text(encoding="utf-8"), params=MappingProxyType(checked))
+    text = (SCRIPTS_DIR / f"{name}.sh").read_text(encoding="utf-8")
+    return ProbeScript(name=name, text=text, params=dict(params or {}))

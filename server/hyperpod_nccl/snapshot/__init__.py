@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hyperpod_nccl.snapshot.aws import AwsSnapshot
 from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot
+from hyperpod_nccl.snapshot.probes import ProbeSnapshot
 from hyperpod_nccl.snapshot.slurm import SlurmSnapshot
 
 SNAPSHOT_FILE = "snapshot.json"
@@ -42,6 +43,7 @@ class Snapshot(BaseModel):
     job: str | None = None
     aws: AwsSnapshot | None = None
     kubernetes: KubernetesSnapshot | None = None
+    probes: ProbeSnapshot | None = None
     slurm: SlurmSnapshot | None = None
     collection_issues: list[CollectionIssue] = Field(default_factory=list)
 
