@@ -4,7 +4,7 @@ escalation bundle. Both read local files only; the bundle writes one local file.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AfterValidator, Field
@@ -67,6 +67,7 @@ def create_escalation_bundle(
     ] = None,
     cluster: ClusterName | None = None,
     region: Region | None = None,
+    orchestrator: Literal["eks", "slurm"] | None = None,
     namespace: Namespace | None = None,
     job: JobName | None = None,
 ) -> BundleResult:
@@ -88,6 +89,7 @@ def create_escalation_bundle(
         logs=Path(log_dir) if log_dir else None,
         cluster=cluster,
         region=region,
+        orchestrator=orchestrator,
         namespace=namespace,
         job=job,
     )

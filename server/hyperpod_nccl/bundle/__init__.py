@@ -11,7 +11,7 @@ import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -35,6 +35,7 @@ class BundleRequest(BaseModel):
     logs: Path | None = None
     cluster: str | None = None
     region: str | None = None
+    orchestrator: Literal["eks", "slurm"] | None = None
     namespace: str | None = None
     job: str | None = None
     created_at: datetime | None = Field(default=None, description="Fixes the members' time (tests).")
@@ -135,6 +136,7 @@ def create_bundle(request: BundleRequest) -> BundleResult:
             snapshot,
             cluster=request.cluster,
             region=request.region,
+            orchestrator=request.orchestrator,
             namespace=request.namespace,
             job=request.job,
         )

@@ -42,8 +42,11 @@ def _cluster_lines(cluster: ClusterIdentity) -> list[str]:
     ]
     if cluster.orchestrator == "slurm":
         lines.append(f"- Slurm controller: {_value(cluster.slurm_controller)}")
+    elif cluster.orchestrator == "eks":
+        arn = f" (`{cluster.eks_cluster_arn}`)" if cluster.eks_cluster_arn else ""
+        lines.append(f"- EKS cluster: {_value(cluster.eks_cluster_name)}{arn}")
     else:
-        lines.append(f"- EKS cluster: {_value(cluster.eks_cluster_name)} ({_value(cluster.eks_cluster_arn)})")
+        lines.append(f"- EKS cluster name or Slurm controller node: {UNKNOWN}")
     return lines
 
 
@@ -87,7 +90,10 @@ def _error_lines(facts: CaseFacts) -> list[str]:
 def _environment_lines(facts: CaseFacts) -> list[str]:
     environment = facts.environment
     if not environment.variables:
-        return [f"{UNKNOWN}: run `printenv | grep -E '^NCCL|^FI_|^TORCH_'` in one training pod and paste it."]
+        return [
+            f"{UNKNOWN}: run `printenv | grep -E '^NCCL|^FI_|^TORCH_'` where one rank runs (a training "
+            "pod, or the Slurm task's environment) and paste it."
+        ]
     where = f"From pod `{environment.pod}`, container `{environment.container}` (`nccl-env.txt`):"
     variables = [f"{name}={value}" for name, value in environment.variables.items()]
     return [where, "", "```", *variables, "```"]

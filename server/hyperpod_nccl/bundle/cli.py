@@ -37,6 +37,7 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--cluster", type=_checked(ClusterName), help="HyperPod cluster name or ARN")
     parser.add_argument("--region", type=_checked(Region), help="AWS region of the cluster")
+    parser.add_argument("--orchestrator", choices=["eks", "slurm"], help="when no snapshot says it")
     parser.add_argument("--namespace", type=_checked(Namespace), help="namespace of the job (EKS)")
     parser.add_argument("--job", type=_checked(JobName), help="job name (EKS) or Slurm job id")
     parser.add_argument(
@@ -77,6 +78,7 @@ def run_bundle(args: argparse.Namespace) -> int:
         logs=args.logs,
         cluster=args.cluster,
         region=args.region,
+        orchestrator=args.orchestrator,
         namespace=args.namespace,
         job=args.job,
     )

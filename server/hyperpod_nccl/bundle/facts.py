@@ -79,13 +79,16 @@ def _eks_and_slurm(described: dict[str, Any]) -> tuple[str | None, str | None, s
     return eks_name, eks_arn, controller and f"instance group {controller}"
 
 
-def cluster_identity(snapshot: Snapshot | None, cluster: str | None, region: str | None) -> ClusterIdentity:
+def cluster_identity(
+    snapshot: Snapshot | None, cluster: str | None, region: str | None, orchestrator: str | None = None
+) -> ClusterIdentity:
     described = (snapshot.aws.cluster if snapshot and snapshot.aws else None) or {}
     arn = described.get("ClusterArn") or (cluster if cluster and cluster.startswith("arn:") else None)
     name = described.get("ClusterName") or (cluster if cluster and not cluster.startswith("arn:") else None)
     eks_name, eks_arn, controller = _eks_and_slurm(described)
-    orchestrator = snapshot.orchestrator if snapshot else None
-    orchestrator = orchestrator or ("eks" if eks_arn else None)
+    orchestrator = (
+        (snapshot.orchestrator if snapshot else None) or orchestrator or ("eks" if eks_arn else None)
+    )
     from_arn = _ARN_REGION.match(arn or "")
     return ClusterIdentity(
         name=name,
@@ -167,11 +170,12 @@ def case_facts(
     *,
     cluster: str | None = None,
     region: str | None = None,
+    orchestrator: str | None = None,
     namespace: str | None = None,
     job: str | None = None,
 ) -> CaseFacts:
     return CaseFacts(
-        cluster=cluster_identity(snapshot, cluster, region),
+        cluster=cluster_identity(snapshot, cluster, region, orchestrator),
         window=failure_window(reports),
         affected=affected_ids(reports, snapshot, namespace, job),
         error_strings=error_strings(reports),
