@@ -8,12 +8,15 @@ from hyperpod_nccl.models import Category
 from hyperpod_nccl.rankset import expand
 from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event
-from hyperpod_nccl.triage.fatal import Meaning
+from hyperpod_nccl.triage.fatal import JOB_WIDE_IDS, NODE_LEVEL_IDS, Meaning, exit_code
 from hyperpod_nccl.triage.root_cause import Candidate
 from hyperpod_nccl.triage.summary import Topology
 from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest
 
 _KILL_IDS = frozenset({"triage.host.sigkill"})
+_LATE_SETUP = "triage.rendezvous.late_setup"
+SILENT_EXIT_ID = "triage.nccl.silent_exit"
+_SILENT_EXIT_WEIGHT = 53  # just above a silent stall: an error exit says the rank died, not stalled
 _STALL_WEIGHT, _SILENT_WEIGHT, _MISMATCH_WEIGHT, _ALL_INSIDE_WEIGHT = 57, 52, 88, 40
 
 
@@ -39,8 +42,26 @@ def catalogue_candidates(
             if not ranks:
                 continue
             events = [e for e in events if event_ranks(e) & ranks]
-        found.append(_candidate(meaning, events, ranks, topology, clock))
+        candidate = _candidate(meaning, events, ranks, topology, clock)
+        _refine_culprits(candidate, meaning, groups, topology)
+        found.append(candidate)
     return found
+
+
+def _refine_culprits(
+    candidate: Candidate, meaning: Meaning, groups: dict[str, tuple[Meaning, list[Event]]], topology: Topology
+) -> None:
+    """Who to blame differs by kind: nobody for a job-wide cancellation, the whole node for a node
+    failure, the ranks still installing packages for a store that timed out waiting for clients."""
+    if meaning.id in JOB_WIDE_IDS:
+        candidate.ranks, candidate.nodes = [], []
+    elif meaning.id in NODE_LEVEL_IDS and not candidate.ranks:
+        candidate.ranks = sorted(r for r, node in topology.rank_node.items() if node in candidate.nodes)
+    elif meaning.category == Category.RENDEZVOUS and _LATE_SETUP in groups:
+        late = sorted(set().union(*(event_ranks(e) for e in groups[_LATE_SETUP][1])))
+        if late:
+            candidate.ranks = late
+            candidate.nodes = sorted({n for r in late if (n := topology.node_of(r))})
 
 
 def _candidate(
@@ -58,6 +79,42 @@ def _candidate(
         when=clock.at(first.stamp) if first else None,
         confidence="high" if meaning.weight >= 75 else "medium",
         finding_id=meaning.id,
+    )
+
+
+def silent_exits(events: list[Event], verdict: Classification) -> list[Event]:
+    """Exit lines with an error code (not a signal) for ranks that left no watchdog line."""
+    if verdict.verdict != "silent":
+        return []
+    silent = set(verdict.culprits)
+    return [e for e in events if _error_exit(e) and event_ranks(e) & silent]
+
+
+def _error_exit(event: Event) -> bool:
+    if event.kind == "srun_task":
+        return event.fields.get("status", "").startswith("Exited with exit code") and not event.fields[
+            "status"
+        ].endswith(" 0")
+    return event.kind == "worker_exit" and (exit_code(event) or 0) > 0
+
+
+def silent_exit_candidate(
+    exits: list[Event], verdict: Classification, topology: Topology, clock: Clock
+) -> Candidate | None:
+    if not exits:
+        return None
+    ranks = sorted(set().union(*(event_ranks(e) for e in exits)) & set(verdict.culprits))
+    first = earliest(exits, clock)
+    return Candidate(
+        category=Category.UNKNOWN,
+        weight=_SILENT_EXIT_WEIGHT,
+        title="Exited with an error code and printed no reason; the others then timed out waiting",
+        ranks=ranks,
+        nodes=sorted({n for r in ranks if (n := topology.node_of(r))}),
+        first=first,
+        when=clock.at(first.stamp) if first else None,
+        confidence="low",
+        finding_id=SILENT_EXIT_ID,
     )
 
 

@@ -14,15 +14,26 @@ from pathlib import Path
 
 from hyperpod_nccl.models import Report, RootCause, SkippedInput, TimelineEvent
 from hyperpod_nccl.triage.budget import fit_to_budget
-from hyperpod_nccl.triage.candidates import catalogue_candidates, event_ranks, nccl_candidate
+from hyperpod_nccl.triage.candidates import (
+    catalogue_candidates,
+    event_ranks,
+    nccl_candidate,
+    silent_exit_candidate,
+    silent_exits,
+)
 from hyperpod_nccl.triage.classify import Classification, classify
 from hyperpod_nccl.triage.discover import InputFile, discover
 from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.fatal import Meaning, meaning_of
-from hyperpod_nccl.triage.findings import catalogue_finding, nccl_findings, rank_state_groups
+from hyperpod_nccl.triage.findings import (
+    catalogue_finding,
+    nccl_findings,
+    rank_state_groups,
+    silent_exit_finding,
+)
 from hyperpod_nccl.triage.rank_state import RankState, build_rank_states
 from hyperpod_nccl.triage.root_cause import Candidate, Context, choose, root_cause
-from hyperpod_nccl.triage.summary import Topology, build_topology, job_summary, node_versions
+from hyperpod_nccl.triage.summary import Topology, build_topology, job_summary, node_versions, pci_bus
 from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest, entry, iso, ordered
 from hyperpod_nccl.triage.versions import version_skew
 
@@ -68,6 +79,10 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
     )
     candidates = catalogue_candidates(groups, verdict, topology, clock)
     candidates += [c for c in [nccl_candidate(verdict, fired, topology, clock)] if c]
+    exits = silent_exits(events, verdict)
+    if exits:
+        findings.append(silent_exit_finding(exits, topology, clock))
+        candidates += [c for c in [silent_exit_candidate(exits, verdict, topology, clock)] if c]
     candidates += [skew.candidate] if skew else []
     context = _context(verdict, states, events, groups, fired, clock)
     cause = _root_cause(candidates, verdict, context, topology)
@@ -86,11 +101,24 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
 
 
 def _fill_nodes(events: list[Event], topology: Topology) -> None:
-    """Give every event a node: its rank's host, or a host named in its file's path (node logs)."""
+    """Give every event a node (its rank's host, or a host its path names) and, for node-level
+    lines, the rank behind them: the process id an OOM kill or exit names, the GPU bus an Xid names."""
     by_token = {node: node for node in topology.nodes}
     for event in events:
         if event.node is None:
             event.node = topology.node_of(event.rank) or _host_in_path(event.source, by_token)
+        if event.rank is None and event.node is not None:
+            event.rank = _rank_behind(event, event.node, topology)
+
+
+def _rank_behind(event: Event, node: str, topology: Topology) -> int | None:
+    fields = event.fields
+    pid = fields.get("pid") or fields.get("block_pid")
+    if pid and pid.isdigit():
+        return topology.pid_rank.get((node, int(pid)))
+    if "bdf" in fields:
+        return topology.bus_rank.get((node, pci_bus(fields["bdf"])))
+    return None
 
 
 def _host_in_path(source: str, hosts: dict[str, str]) -> str | None:

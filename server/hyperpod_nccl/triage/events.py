@@ -35,6 +35,7 @@ class FileScan:
     # Facts that hold for the whole file or map ranks to hosts.
     hosts: set[str] = field(default_factory=set)
     rank_hosts: dict[int, str] = field(default_factory=dict)
+    pid_ranks: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, pid) → rank
     ranks: set[int] = field(default_factory=set)
     dated_years: dict[int, int] = field(default_factory=dict)
     frameworks: set[str] = field(default_factory=set)

@@ -26,6 +26,20 @@ class Meaning:
     priority: Priority = Priority.P0
 
 
+# Job-wide events blame no rank or node: the host that prints a cancellation is not its cause.
+JOB_WIDE_IDS = frozenset(
+    {
+        "triage.infra.time_limit",
+        "triage.infra.preempted",
+        "triage.infra.node_failure",
+        "triage.infra.requeue",
+        "triage.infra.cancelled",
+    }
+)
+# Node-level events blame every rank of the node they name.
+NODE_LEVEL_IDS = frozenset({"triage.infra.node_not_ready", "triage.infra.evicted"})
+
+
 def _fail(id_: str, title: str, category: Category, weight: int, reference: str) -> Meaning:
     return Meaning(id_, title, category, weight, reference)
 
@@ -171,6 +185,18 @@ _SIMPLE: dict[str, Meaning] = {
         66,
         "debugging-guide.md § 14",
     ),
+    "retry_last_attempt": _warn(
+        "triage.storage.last_retry",
+        "Storage request retried down to its last attempt",
+        C.STORAGE_IO,
+        40,
+        "debugging-guide.md § 14",
+    ),
+    "setup_activity": _consequence(
+        "triage.rendezvous.late_setup",
+        "Ranks still installing packages at start-up",
+        "debugging-guide.md § 7",
+    ),
     "storage_timeout": _warn(
         "triage.storage.timeout", "Storage requests timed out", C.STORAGE_IO, 40, "debugging-guide.md § 14"
     ),
@@ -197,7 +223,7 @@ _SIMPLE: dict[str, Meaning] = {
         "triage.storage.ais_lost_objects",
         "AIStore batch GET lost objects (out-of-bounds index)",
         C.STORAGE_IO,
-        68,
+        64,
         "debugging-guide.md § 14",
     ),
     "ais_stream_broken": _fail(
@@ -379,7 +405,7 @@ def _slurm_cancel(event: Event) -> Meaning:
         return _fail("triage.infra.preempted", "Slurm preempted the job", C.INFRASTRUCTURE, 85, ref)
     if reason.startswith("NODE FAILURE"):
         return _fail(
-            "triage.infra.node_failure", "Slurm cancelled the job: node failure", C.INFRASTRUCTURE, 88, ref
+            "triage.infra.node_failure", "Slurm cancelled the job: node failure", C.INFRASTRUCTURE, 86, ref
         )
     if reason.startswith("JOB REQUEUE"):
         return _fail("triage.infra.requeue", "Slurm requeued the job", C.INFRASTRUCTURE, 60, ref)

@@ -13,7 +13,7 @@ from hyperpod_nccl.models import (
     Status,
     SuggestedCommand,
 )
-from hyperpod_nccl.rankset import compress
+from hyperpod_nccl.rankset import compress, expand
 from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import Meaning, cuda_oom_figures
@@ -219,6 +219,28 @@ def _all_inside(
         "transport).",
         evidence=[evidence(e, topology) for e in _waiting_witness(verdict, states)],
     )
+
+
+def silent_exit_finding(exits: list[Event], topology: Topology, clock: Clock) -> Finding:
+    ranks = sorted({r for e in exits for r in _exit_ranks(e)})
+    return Finding(
+        id="triage.nccl.silent_exit",
+        status=Status.WARN,
+        priority=Priority.P1,
+        title=f"Rank {compress(ranks)} exited with an error code and printed no reason",
+        reference="debugging-guide.md § 1",
+        detail="It left no watchdog line and no error message; the others timed out waiting for it. "
+        "Its own stderr, core dumps or the node's kernel log may say why.",
+        ranks=listed(ranks),
+        nodes=_nodes_of(ranks, topology),
+        evidence=[evidence(e, topology) for e in decisive(exits, clock)],
+    )
+
+
+def _exit_ranks(event: Event) -> list[int]:
+    if event.kind == "srun_task" and "tasks" in event.fields:
+        return expand(event.fields["tasks"].replace(" ", ""))
+    return [event.rank] if event.rank is not None else []
 
 
 def rank_state_groups(

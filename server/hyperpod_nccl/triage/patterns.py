@@ -126,7 +126,7 @@ GPU = (
         r"SXid \(PCI:(?P<bdf>[^)]+)\): (?P<code>\d+), (?P<severity>Fatal|Non-fatal)",
         key="code",
     ),
-    _p("fell_off_bus", ("GPU has fallen", "NVRM"), "fallen off the bus"),
+    _p("fell_off_bus", ("GPU has fallen", "NVRM"), r"(?:GPU (?P<bdf>[0-9a-fA-F:.]+): )?GPU has fallen off"),
     _p("nvls", "Failed to bind NVLink SHARP"),
 )
 
@@ -143,8 +143,8 @@ PROCESS = (
     _p(
         "worker_exit",
         "exitcode",
-        r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)"
-        r"|exitcode\s*: (?P<block_code>-?\d+) \(pid",
+        r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)(?: \(pid: (?P<pid>\d+)\))?"
+        r"|exitcode\s*: (?P<block_code>-?\d+) \(pid: (?P<block_pid>\d+)",
     ),
     _p("worker_exit", "Signal ", r"Signal (?P<signal>\d+) \((?P<signal_name>\w+|<N/A>)\) received by PID"),
     _p(
@@ -170,6 +170,8 @@ CONFIG = (
             "NCCL communicator and retrieving",
             "TCP client failed to connect",
         ),
+        r"^(?=(?:.*?connect to \((?P<master>[^,\s]+), (?P<port>\d+)\))?)"
+        r"(?=(?:.*?(?P<joined>\d+)/(?P<expected>\d+) clients joined)?)",
     ),
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
     _p(
@@ -237,13 +239,15 @@ SCHEDULER = (
     _p("slurm_failed", "FAILED (non-zero exit code"),
     _p("evicted", ("Evicted", "The node was low on resource", "TaintManagerEviction")),
     _p("node_failure", ("NodeNotReady", "Kubelet stopped posting node status")),
+    _p("node_failure", "Node failure on", r"Node failure on (?P<host>[\w.-]+)", key="host"),
     _p("preempted", "Preempted"),
     _p("sigterm", ("SIGTERM", "SignalException", "Received "), r"SIGTERM|SignalException|death signal"),
 )
 
 STORAGE_CLIENT = (
     _p("storage_error", ("AISBatchLoaderError", "BatchLoaderError")),
-    _p("retries_exhausted", ("Max retries exceeded", "Retry(total=0")),
+    _p("retries_exhausted", "Max retries exceeded"),
+    _p("retry_last_attempt", "Retry(total=0"),
     _p("retries_exhausted", ("retrying", "Retrying"), r"(?i)retr(?:y|ying|ies)\D{0,12}(\d+)\s*/\s*\1\b"),
     _p(
         "connection_reset",
@@ -279,6 +283,9 @@ DATA = (
             "Corrupt",
             "UnicodeDecodeError",
             "EOFError: Ran out of input",
+            "ReadError: unexpected end of data",
+            "ReadError: truncated",
+            "DecodeError",
         ),
         r"^(?!.*corrupted/incomplete data)",
     ),
@@ -286,6 +293,7 @@ DATA = (
 
 PYTHON = (
     _p("traceback", "Traceback (most recent call last)"),
+    _p("setup_activity", ("Building wheel for", "Collecting ", "Installing collected packages")),
     _p(
         "exception",
         ("Error", "Exception", "KeyboardInterrupt"),
@@ -304,28 +312,32 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         "ProcessGroupNCCL initialization options",
         r"size: (?P<size>\d+), global rank: (?P<global_rank>\d+), TIMEOUT\(ms\): (?P<timeout_ms>\d+)",
     ),
-    _p("nccl_version", "NCCL version", r"NCCL version:? (?P<version>\d+\.\d+\.\d+)"),
+    _p("nccl_version", "NCCL version", r"NCCL version:? (?P<version>\d+\.\d+\.\d+)", key="version"),
     _p(
         "ofi_version",
         ("NET/OFI Initializing aws", "NET/OFI Using aws"),
         r"aws-ofi-nccl (?P<version>\d+\.\d+\.\d+[\w.-]*)",
+        key="version",
     ),
     _p(
         "torch_version",
         ("torch==", "PyTorch version", "Torch version"),
         r"(?i)(?:torch==|torch version:? |torch_version[=:] ?)v?(?P<version>\d+\.\d+\.\d+[\w.+]*)",
+        key="version",
     ),
     _p(
         "comm_rank",
         "Init COMPLETE",
         r"rank (?P<comm_rank>\d+) nranks (?P<nranks>\d+) .*?busId (?P<bus_id>[0-9a-fA-F]+).*Init COMPLETE",
+        key="comm_rank",
     ),
     _p(
         "provider",
         ("Selected provider is", "Selected Provider is"),
         r"Selected [Pp]rovider is (?P<provider>\w+)",
+        key="provider",
     ),
-    _p("network", "Using network", r"Using network (?P<network>.+?)\s*$"),
+    _p("network", "Using network", r"Using network (?P<network>.+?)\s*$", key="network"),
     _p(
         "resumed",
         ("checkpoint", "Restor", "Resum", "Loading checkpoint", "Loaded checkpoint"),

@@ -26,7 +26,7 @@ _TORCH_RANK = re.compile(r"\[rank(\d+)\]:\s?")
 _C10 = re.compile(r"\[[IWEF](?:(\d{1,2})(\d\d) (\d\d:\d\d:\d\d)\.\d+)? ?[\w./-]+:\d+\] ")
 _ELASTIC_GLOG = re.compile(r"[IWECV](\d\d)(\d\d) (\d\d:\d\d:\d\d)\.\d+ \d+ [\w./-]+:\d+\] ")
 _BRACKET_DATE = re.compile(r"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:,\d+)?\] ")
-_NCCL_HOST = re.compile(r"([\w.-]+):\d+:\d+ \[\d+\] ")
+_NCCL_HOST = re.compile(r"([\w.-]+):(\d+):\d+ \[\d+\] ")
 _DMESG_T = re.compile(r"\[\w{3} (\w{3}) +(\d+) (\d\d:\d\d:\d\d) (\d{4})\] ")
 _DMESG = re.compile(r"\[\s*\d+\.\d+\] ")
 _JOURNAL = re.compile(r"(\w{3}) +(\d+) (\d\d:\d\d:\d\d) ([\w.-]+) kernel: ")
@@ -40,6 +40,7 @@ class Stripped:
     rank: int | None = None
     local_rank: int | None = None
     host: str | None = None
+    pid: int | None = None
     stamp: str | None = None
 
 
@@ -100,6 +101,7 @@ def _strip_logger(text: str, found: Stripped) -> str:
         text = text[match.end() :]
     if match := _NCCL_HOST.match(text):
         found.host = match.group(1)
+        found.pid = int(match.group(2))
         return text[match.end() :]
     return _strip_kernel(text, found)
 

@@ -94,6 +94,7 @@ class _FileState:
         self.source = source
         self.keyed: dict[tuple[object, ...], Event] = {}
         self.local_to_global: dict[int, int] = {}
+        self.local_pids: dict[int, tuple[str, int]] = {}
         self.failure_block: dict[str, str] = {}
 
 
@@ -134,6 +135,10 @@ def _note_identity(state: _FileState, stripped: Stripped) -> None:
     scan = state.scan
     if stripped.host:
         scan.hosts.add(stripped.host)
+        if stripped.pid is not None and stripped.rank is not None:
+            scan.pid_ranks.setdefault((stripped.host, stripped.pid), stripped.rank)
+        elif stripped.pid is not None and stripped.local_rank is not None:
+            state.local_pids.setdefault(stripped.local_rank, (stripped.host, stripped.pid))
     if stripped.rank is not None:
         scan.ranks.add(stripped.rank)
         if stripped.host:
@@ -174,6 +179,7 @@ def _record(
     key = (
         event.kind,
         event.rank,
+        stripped.local_rank,
         event.node,
         fields.get("pg"),
         fields.get(pattern.key) if pattern.key else None,
@@ -236,6 +242,9 @@ def _apply_local_ranks(state: _FileState) -> None:
     for event in state.keyed.values():
         if event.rank is None and "local_rank" in event.fields:
             event.rank = state.local_to_global.get(int(event.fields["local_rank"]))
+    for local, host_pid in state.local_pids.items():
+        if local in state.local_to_global:
+            state.scan.pid_ranks.setdefault(host_pid, state.local_to_global[local])
 
 
 def _fill_file_level_identity(scan: FileScan) -> None:
@@ -247,5 +256,6 @@ def _fill_file_level_identity(scan: FileScan) -> None:
             event.rank = only_rank
         if event.node is None and only_host is not None:
             event.node = only_host
-    if only_rank is not None and only_host is not None:
-        scan.rank_hosts.setdefault(only_rank, only_host)
+    if only_host is not None:
+        for rank in scan.ranks:
+            scan.rank_hosts.setdefault(rank, only_host)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hyperpod_nccl.models import JobSummary, VersionGroup
-from hyperpod_nccl.rankset import compress
+from hyperpod_nccl.rankset import compress, expand
 from hyperpod_nccl.triage.events import Event, FileScan
 
 _FRAMEWORK_ORDER = ("NeMo", "Megatron-LM", "PyTorch Lightning", "DeepSpeed", "torchrun")
@@ -30,6 +30,8 @@ class Topology:
     rank_node: dict[int, str] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
     world_size: int | None = None
+    pid_rank: dict[tuple[str, int], int] = field(default_factory=dict)
+    bus_rank: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @property
     def world(self) -> list[int]:
@@ -48,16 +50,40 @@ def build_topology(scans: Iterable[FileScan], events: list[Event]) -> Topology:
         hosts |= scan.hosts
         for rank, host in scan.rank_hosts.items():
             topology.rank_node.setdefault(rank, host)
+        topology.pid_rank.update(scan.pid_ranks)
     sizes = [int(e.fields["size"]) for e in events if e.kind == "pg_init"]
     sizes += [int(e.fields["nranks"]) for e in events if e.kind == "comm_rank"]
+    sizes += [int(e.fields["expected"]) for e in events if e.kind == "rendezvous" and "expected" in e.fields]
     world = max(sizes, default=0)
-    for event in events:
-        if event.kind == "comm_rank" and event.node and int(event.fields["nranks"]) == world:
-            topology.rank_node.setdefault(int(event.fields["comm_rank"]), event.node)
+    _learn_from_lines(topology, events, world)
     ranks_seen = {e.rank for e in events if e.rank is not None} | set(topology.rank_node)
     topology.world_size = world or (max(ranks_seen) + 1 if ranks_seen else None)
     topology.nodes = sorted(hosts | set(topology.rank_node.values()))
     return topology
+
+
+def _learn_from_lines(topology: Topology, events: list[Event], world: int) -> None:
+    """NCCL's Init COMPLETE (rank, host, GPU bus), srun's task lists, and the store's address."""
+    for event in events:
+        fields = event.fields
+        if event.kind == "comm_rank" and event.node and int(fields["nranks"]) == world:
+            rank = int(fields["comm_rank"])
+            topology.rank_node.setdefault(rank, event.node)
+            topology.bus_rank.setdefault((event.node, pci_bus(fields["bus_id"], nccl=True)), rank)
+        elif event.kind == "srun_task" and "host" in fields:
+            for rank in expand(fields["tasks"].replace(" ", "")):
+                topology.rank_node.setdefault(rank, fields["host"])
+    masters = [e.fields["master"] for e in events if e.kind == "rendezvous" and "master" in e.fields]
+    if masters and 0 not in topology.rank_node:
+        topology.rank_node[0] = masters[0].split(".", 1)[0]  # MASTER_ADDR is rank 0's host
+
+
+def pci_bus(text: str, *, nccl: bool = False) -> str:
+    """The PCI bus of a GPU: NCCL prints `busId a8000`, the driver `0000:a8:00` or `0000:a8:00.0`."""
+    if nccl and ":" not in text:
+        return text[:-3].lower().zfill(2)
+    parts = text.split(":")
+    return parts[1].lower() if len(parts) >= 3 else parts[0].lower()
 
 
 def job_summary(
