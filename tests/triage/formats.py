@@ -18,6 +18,7 @@ _PG_LINES = {
     "2.2": {"caught": 523, "state": 0, "ops": 537, "down": 543, "terminated": 1182},
     "2.3": {"caught": 563, "state": 1537, "ops": 577, "down": 583, "terminated": 1418},
     "2.4": {"caught": 607, "state": 1664, "ops": 621, "down": 627, "terminated": 1521},
+    "2.5": {"caught": 616, "state": 1785, "ops": 630, "down": 636, "terminated": 1601},
     "2.6": {"caught": 632, "state": 2168, "ops": 681, "down": 695, "terminated": 1895},
 }
 TORCH_GENERATIONS = tuple(_PG_LINES)
@@ -43,7 +44,7 @@ def monotonic_ns(when: datetime) -> str:
 
 @dataclass(frozen=True)
 class TorchWording:
-    """What one PyTorch generation prints: "2.1", "2.2", "2.3", "2.4" or "2.6" (current)."""
+    """What one PyTorch generation prints: "2.1" … "2.5", or "2.6" for 2.6 and later (current)."""
 
     generation: str
 
@@ -54,6 +55,11 @@ class TorchWording:
     @property
     def at_least_2_3(self) -> bool:
         return self.generation not in ("2.1", "2.2")
+
+    @property
+    def timestamped(self) -> bool:
+        """2.4 and later stamp the c10 prefix and print the INFO banners and the FATAL terminate line."""
+        return self.generation in ("2.4", "2.5", "2.6")
 
     @property
     def has_flight_recorder(self) -> bool:
@@ -75,6 +81,7 @@ class TorchWording:
             "2.2": "",
             "2.3": f"[PG 0 Rank {rank}] ",
             "2.4": f"[PG 0 (default_pg) Rank {rank}] ",
+            "2.5": f"[PG ID 0 PG GUID 0(default_pg) Rank {rank}] ",
             "2.6": f"[PG ID 0 PG GUID 0(default_pg) Rank {rank}] ",
         }[self.generation]
 
@@ -104,7 +111,7 @@ class TorchWording:
                 f"{prefix}Timeout at NCCL work: {seq}, last enqueued NCCL work: {enqueued}, "
                 f"last completed NCCL work: {completed}."
             )
-        if self.generation == "2.4":
+        if self.generation in ("2.4", "2.5"):
             return (
                 f"{prefix}Exception (either an error or timeout) detected by watchdog at work: {seq}, "
                 f"last enqueued NCCL work: {enqueued}, last completed NCCL work: {completed}."
@@ -193,7 +200,7 @@ class TorchWording:
 
     def terminating(self, rank: int, when: datetime) -> str | None:
         """§1.11: the FATAL line with the duplicated prefix (2.4 and later)."""
-        if self.generation not in ("2.4", "2.6"):
+        if not self.timestamped:
             return None
         pg = self.pg(rank)
         return (
@@ -203,7 +210,7 @@ class TorchWording:
 
     def init_banner(self, rank: int, when: datetime, world: int, timeout_ms: int, nccl: str) -> list[str]:
         """§1.12 banners, printed at INFO by 2.4 and later with TORCH_CPP_LOG_LEVEL=INFO."""
-        if self.generation not in ("2.4", "2.6"):
+        if not self.timestamped:
             return []
         cpp = self.cpp(rank, "I", when, "ProcessGroupNCCL.cpp:913")
         return [
@@ -223,9 +230,7 @@ class TorchWording:
         return f"[rank{rank}]: " if self.at_least_2_3 else ""
 
     def oom_exception(self) -> str:
-        return (
-            "torch.OutOfMemoryError" if self.generation in ("2.4", "2.6") else "torch.cuda.OutOfMemoryError"
-        )
+        return "torch.OutOfMemoryError" if self.timestamped else "torch.cuda.OutOfMemoryError"
 
     def cuda_oom(
         self, gpu: int, tried: str, total: str, free: str, in_use: str, allocated: str, reserved: str

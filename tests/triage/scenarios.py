@@ -155,6 +155,11 @@ def straggler_2_3_torchrun_broadcast_root_ahead(root: Path) -> Planted:
     return _straggler(root, job, 26, "straggler_2_3_torchrun_broadcast_root_ahead", rank0_ahead=True)
 
 
+def straggler_2_5_kubectl_gzipped(root: Path) -> Planted:
+    job = Job(ec2_hosts(6), torch="2.5", nccl="2.21.5", layout=Layout.KUBECTL, gzip_nodes=frozenset({0, 4}))
+    return _straggler(root, job, 35, "straggler_2_5_kubectl_gzipped")
+
+
 def straggler_at_scale(root: Path, nodes: int = 128, steps: int = 12) -> Planted:
     """1,024 ranks by default: the report must stay small and still name the one straggler."""
     job = Job(slurm_hosts(nodes), torch="2.6", nccl="2.26.2", ofi="1.14.2", layout=Layout.SLURM_NODE)
@@ -1015,6 +1020,7 @@ INCIDENTS: tuple[Callable[[Path], Planted], ...] = (
     straggler_current_slurm,
     straggler_2_4_per_rank,
     straggler_2_3_torchrun_broadcast_root_ahead,
+    straggler_2_5_kubectl_gzipped,
     mismatch_optype_2_1_slurm,
     mismatch_numel_current_kubectl,
     efa_unresponsive_current_slurm,
