@@ -499,7 +499,11 @@ def nccl_cuda_oom_2_4_per_rank(root: Path) -> Planted:
 
 def host_oom_kernel_2_4_torchrun(root: Path) -> Planted:
     job = Job(ec2_hosts(4), torch="2.4", nccl="2.21.5", layout=Layout.TORCHRUN, kernel_log=KernelLog.JOURNAL)
-    culprit = 10
+    return _host_oom_kernel(root, job, 10, "host_oom_kernel_2_4_torchrun")
+
+
+def _host_oom_kernel(root: Path, job: Job, culprit: int, name: str) -> Planted:
+    """The kernel OOM killer picks `culprit` by pid; the launcher sees SIGKILL."""
     ls = LogSet(root, job)
     stuck_at = _train(ls)
     pid, node = job.pid(culprit), job.node_of(culprit)
@@ -521,14 +525,10 @@ def host_oom_kernel_2_4_torchrun(root: Path) -> Planted:
         )
     ls.flush()
     _crash_then_timeout(ls, culprit, stuck_at + seconds(0.3), -9)
-    return ls.planted(
-        "host_oom_kernel_2_4_torchrun",
-        "host_oom",
-        [culprit],
-        [node],
-        [DECISIVE],
-        "The kernel OOM killer killed rank 10 (host memory); torchrun saw exitcode -9.",
+    story = (
+        f"The kernel OOM killer killed rank {culprit} (pid {pid}) for host memory; it exited with SIGKILL."
     )
+    return ls.planted(name, "host_oom", [culprit], [node], [DECISIVE], story)
 
 
 def host_oom_slurm_cgroup_2_3(root: Path) -> Planted:
@@ -1061,3 +1061,82 @@ def training_hang_example(root: Path) -> Planted:
         gzip_nodes=frozenset({1, 3, 5, 7}),
     )
     return _straggler(root, job, 43, "training_hang_example", steps=150)
+
+
+# --- the same incidents across wordings and layouts ----------------------------------------------------
+# Small jobs with the culprit moved around, so that an engine tuned to the named scenarios above
+# is still checked against every PyTorch generation and every file layout.
+
+NCCL_OF_TORCH = {
+    "2.1": "2.18.5",
+    "2.2": "2.19.3",
+    "2.3": "2.20.5",
+    "2.4": "2.21.5",
+    "2.5": "2.21.5",
+    "2.6": "2.27.3",
+}
+FLIGHT_RECORDER_TORCH = ("2.3", "2.4", "2.5", "2.6")
+
+
+def variant_job(torch: str, layout: Layout, kernel_log: KernelLog = KernelLog.DMESG) -> Job:
+    """Two nodes of eight GPUs, named the way each launcher's cluster names them."""
+    slurm = layout in (Layout.SLURM_NODE, Layout.PER_RANK)
+    hosts = slurm_hosts(2) if slurm else ec2_hosts(2)
+    return Job(hosts, torch=torch, nccl=NCCL_OF_TORCH[torch], layout=layout, kernel_log=kernel_log)
+
+
+def straggler_variant(root: Path, torch: str, layout: Layout, straggler: int) -> Planted:
+    job = variant_job(torch, layout)
+    return _straggler(root, job, straggler, f"straggler[{torch},{layout}]", steps=40)
+
+
+def cuda_oom_variant(root: Path, torch: str, layout: Layout, culprit: int) -> Planted:
+    job = variant_job(torch, layout)
+
+    def lines(ls: LogSet) -> list[str]:
+        w = ls.job.wording
+        gpu = ls.job.local(culprit)
+        oom = w.cuda_oom(gpu, "1.50 GiB", "79.11 GiB", "412.00 MiB", "78.69 GiB", "75.20 GiB", "1.93 GiB")
+        return python_traceback(w.python_prefix(culprit), TRAIN_FRAMES, oom)
+
+    contains = "CUDA out of memory. Tried to allocate 1.50 GiB"
+    story = f"Rank {culprit} ran out of GPU memory."
+    return _rank_raises(
+        root, job, culprit, lines, -1, contains, "gpu_oom", f"cuda_oom[{torch},{layout}]", story
+    )
+
+
+def mismatch_variant(root: Path, torch: str, layout: Layout, odd: int) -> Planted:
+    job = variant_job(torch, layout)
+    name = f"mismatch[{torch},{layout}]"
+    return _mismatch(root, job, odd, lambda w: replace(w, op="BROADCAST"), "OpType=BROADCAST", name)
+
+
+def host_oom_variant(root: Path, torch: str, layout: Layout, culprit: int) -> Planted:
+    job = variant_job(torch, layout, KernelLog.JOURNAL)
+    return _host_oom_kernel(root, job, culprit, f"host_oom[{torch},{layout}]")
+
+
+Variant = tuple[str, Callable[[Path], Planted]]
+
+
+def _variant(
+    maker: Callable[[Path, str, Layout, int], Planted], torch: str, layout: Layout, culprit: int
+) -> Variant:
+    return f"{maker.__name__.removesuffix('_variant')}-{torch}-{layout}-r{culprit}", (
+        lambda root: maker(root, torch, layout, culprit)
+    )
+
+
+def variants() -> list[Variant]:
+    """Every generation × layout for the straggler and the CUDA OOM; a spread for the others."""
+    made: list[Variant] = []
+    for i, (torch, layout) in enumerate((t, lay) for t in FLIGHT_RECORDER_TORCH for lay in Layout):
+        made.append(_variant(straggler_variant, torch, layout, (5 * i + 3) % 16))
+    for i, (torch, layout) in enumerate((t, lay) for t in NCCL_OF_TORCH for lay in Layout):
+        made.append(_variant(cuda_oom_variant, torch, layout, (7 * i + 2) % 16))
+    for i, torch in enumerate(NCCL_OF_TORCH):
+        made.append(_variant(mismatch_variant, torch, (Layout.PER_RANK, Layout.TORCHRUN)[i % 2], 9 + i))
+    for i, layout in enumerate(Layout):
+        made.append(_variant(host_oom_variant, ("2.2", "2.6")[i % 2], layout, 4 + 3 * i))
+    return made

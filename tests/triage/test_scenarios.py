@@ -155,6 +155,16 @@ def test_incident_gets_its_category_culprit_and_decisive_evidence(
     assert_diagnosed(triage_planted(planted), planted)
 
 
+@pytest.mark.parametrize(
+    ("name", "make"), scenarios.variants(), ids=[name for name, _ in scenarios.variants()]
+)
+def test_incident_is_found_whatever_the_wording_layout_and_culprit(
+    tmp_path: Path, name: str, make: Callable[[Path], Planted]
+) -> None:
+    planted = make(tmp_path)
+    assert_diagnosed(triage_planted(planted), planted)
+
+
 def test_healthy_run_full_of_noise_has_no_root_cause_and_no_blocking_issue(
     corpus: dict[str, Planted],
 ) -> None:
