@@ -24,6 +24,8 @@ from hyperpod_nccl.models import Report
 from hyperpod_nccl.render import render_json, render_text
 from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot
 
+_ERROR_STRINGS_SHOWN = 10
+
 __all__ = ["BundleError", "BundleRequest", "BundleResult", "create_bundle"]
 
 
@@ -46,7 +48,10 @@ class BundleResult(BaseModel):
     size_bytes: int
     sha256: str
     members: list[str] = Field(description="Member names inside the archive, sorted.")
-    case: CaseFacts = Field(description="What CASE.md states: cluster, window, affected ids, errors, env.")
+    case: CaseFacts = Field(
+        description="What CASE.md states: cluster, window, affected ids, errors (the first few), env."
+    )
+    error_strings_total: int = Field(description="How many error strings the bundle holds in all.")
     upload: UploadSuggestion
     missing: list[str] = Field(description="Case items the inputs did not carry: ask the user for them.")
 
@@ -151,7 +156,9 @@ def create_bundle(request: BundleRequest) -> BundleResult:
         size_bytes=len(data),
         sha256=hashlib.sha256(data).hexdigest(),
         members=[f"{BUNDLE_FOLDER}/{name}" for name in listed],
-        case=facts,
+        # The bundle holds every error string; the tool's answer stays small for an LLM's context.
+        case=facts.model_copy(update={"error_strings": facts.error_strings[:_ERROR_STRINGS_SHOWN]}),
+        error_strings_total=len(facts.error_strings),
         upload=upload_suggestion(output.name),
         missing=_missing(facts),
     )
