@@ -138,6 +138,7 @@ class Planted:
     layout: Layout
     world_size: int
     storage_dir: Path | None = None
+    collective_issued_at: datetime | None = None  # when the collective that timed out was issued
 
 
 @dataclass(frozen=True)

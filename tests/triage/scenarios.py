@@ -118,7 +118,8 @@ def _straggler(
         # The broadcast root finished its send and is already waiting in the next all-reduce.
         waiting[0] = Work(base + 2, "ALLREDUCE", GRAD_NUMEL, GRAD_NUMEL, job.timeout_ms)
         completed[0], enqueued[0] = base + 1, base + 2
-    fired = write_collective_timeout(ls, stuck_at + seconds(0.3), waiting, completed, enqueued)
+    issued = stuck_at + seconds(0.3)
+    fired = write_collective_timeout(ls, issued, waiting, completed, enqueued)
     first = first_to_fire(waiting)
     write_notified(
         ls,
@@ -137,7 +138,8 @@ def _straggler(
         f"Rank {straggler} stalled in data loading after step {steps}: its enqueued == completed == {base}, "
         "it only observed the dump signal, every other rank timed out inside the collective."
     )
-    return ls.planted(name, "data_loading_stall", [straggler], [job.node_of(straggler)], [DECISIVE], story)
+    planted = ls.planted(name, "data_loading_stall", [straggler], [job.node_of(straggler)], [DECISIVE], story)
+    return replace(planted, collective_issued_at=issued)
 
 
 def straggler_current_slurm(root: Path) -> Planted:
@@ -1078,10 +1080,18 @@ NCCL_OF_TORCH = {
 FLIGHT_RECORDER_TORCH = ("2.3", "2.4", "2.5", "2.6")
 
 
+HOST_NAMINGS = (
+    lambda i: f"gpu-st-p5-{i}",
+    lambda i: f"ip-172-31-{40 + i}-{117 + i}",
+    lambda i: f"node{i + 1:03d}",
+    lambda i: f"a100-80g-{i}",
+)
+
+
 def variant_job(torch: str, layout: Layout, kernel_log: KernelLog = KernelLog.DMESG) -> Job:
-    """Two nodes of eight GPUs, named the way each launcher's cluster names them."""
-    slurm = layout in (Layout.SLURM_NODE, Layout.PER_RANK)
-    hosts = slurm_hosts(2) if slurm else ec2_hosts(2)
+    """Two nodes of eight GPUs; the naming scheme of the hosts changes with the generation."""
+    naming = HOST_NAMINGS[sorted(NCCL_OF_TORCH).index(torch) % len(HOST_NAMINGS)]
+    hosts = (naming(0), naming(1))
     return Job(hosts, torch=torch, nccl=NCCL_OF_TORCH[torch], layout=layout, kernel_log=kernel_log)
 
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,17 @@ def test_healthy_run_full_of_noise_has_no_root_cause_and_no_blocking_issue(
     assert report.root_cause is None, describe(report)
     blocking = [f.id for f in report.findings if f.is_issue and f.priority in BLOCKING]
     assert blocking == [], describe(report)
+
+
+def test_timeline_dates_the_stuck_collective_as_watchdog_time_minus_timeout(
+    corpus: dict[str, Planted],
+) -> None:
+    planted = corpus["straggler_current_slurm"]
+    assert planted.collective_issued_at is not None
+    report = triage_planted(planted)
+    times = [datetime.fromisoformat(e.time.replace("Z", "+00:00")) for e in report.timeline if e.time]
+    closest = min((abs(t - planted.collective_issued_at) for t in times), default=None)
+    assert closest is not None and closest <= timedelta(seconds=2), [e.model_dump() for e in report.timeline]
 
 
 def test_recovered_connection_resets_are_called_noise_not_a_cause(corpus: dict[str, Planted]) -> None:
