@@ -14,6 +14,7 @@ from hyperpod_nccl import __version__
 from hyperpod_nccl.bundle.cli import add_bundle_arguments, run_bundle
 from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare_command
 from hyperpod_nccl.models import Report
+from hyperpod_nccl.probes.cli import add_probe_arguments, run_probe
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
 from hyperpod_nccl.render import render_json, render_text, use_color
 from hyperpod_nccl.triage.cli import add_triage_arguments, run_triage_command
@@ -123,6 +124,12 @@ COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Comman
         "write a redacted escalation bundle (.tar.gz with CASE.md) for an AWS Support case",
         add_bundle_arguments,
         run_bundle,
+    ),
+    (
+        "probe",
+        "run the read-only node-health probe here (--local) or on sampled cluster nodes over SSM",
+        add_probe_arguments,
+        run_probe,
     ),
 ]
 

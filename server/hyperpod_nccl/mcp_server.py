@@ -20,6 +20,7 @@ from pydantic import Field
 
 from hyperpod_nccl import __version__
 from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.probes.tool import probe_nodes
 from hyperpod_nccl.references import (
     ReferenceIndex,
     ReferenceList,
@@ -107,6 +108,8 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (compare_reports, READ_ONLY),
     # Writes one local .tar.gz and nothing else: read-only as far as any cluster is concerned.
     (create_escalation_bundle, READ_ONLY),
+    # Opens SSM sessions only to run the shipped read-only node_health script.
+    (probe_nodes, READ_ONLY_LIVE),
 ]
 
 

@@ -82,9 +82,10 @@ def planted_report() -> Report:
 def _first_that_fits(model: type, field: str, candidates: list[Any]) -> Any | None:
     """Planting into a part another engineer owns: try the shapes it may take, keep one that
     validates and still carries the text (an ignored field would plant nothing)."""
+    required = {"collected_at": "2026-03-02T11:20:00Z"} if model is Snapshot else {}
     for candidate in candidates:
         try:
-            part = model.model_validate({field: candidate})
+            part = model.model_validate({**required, field: candidate})
         except ValidationError:
             continue
         if secrets.leaks(part.model_dump_json()):
@@ -109,12 +110,31 @@ def _probe_candidates() -> list[Any]:
 
 def _cloudwatch_candidates() -> list[Any]:
     event = {"timestamp": 1772449800000, "logStreamName": "i-0abc123def4567890", "message": secrets.FREE_TEXT}
-    return [[event], {"events": [event]}, {"/aws/sagemaker/Clusters/ml": [event]}]
+    scan = {
+        "log_group": "/aws/sagemaker/Clusters/ml-cluster-prod/abcd1234efgh",
+        "found": True,
+        "window_start": "2026-03-02T09:20:00Z",
+        "window_end": "2026-03-02T11:20:00Z",
+        "streams": [
+            {
+                "stream": "LifecycleConfig/workers/i-0abc123def4567890",
+                "counts": {"nccl": 1},
+                "sample": secrets.FREE_TEXT,
+            }
+        ],
+    }
+    return [scan, [event], {"events": [event]}]
 
 
 def _cluster_event_candidates() -> list[Any]:
+    snake = {
+        "event_id": "e-1",
+        "event_time": "2026-03-02T11:05:00Z",
+        "resource_type": "Node",
+        "description": secrets.FREE_TEXT,
+    }
     event = {"EventId": "e-1", "EventTime": "2026-03-02T11:05:00Z", "Description": secrets.FREE_TEXT}
-    return [[event], {"events": [event]}]
+    return [[snake], [event], {"events": [event]}]
 
 
 def optional_parts() -> dict[str, tuple[str, str, Any] | str]:
