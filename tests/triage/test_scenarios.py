@@ -319,13 +319,15 @@ def test_a_100_mb_line_is_skipped_with_a_reason_and_the_rest_is_still_read(tmp_p
 
 
 def test_crlf_and_invalid_utf8_logs_are_still_diagnosed(tmp_path: Path) -> None:
-    """Windows line endings and stray undecodable bytes are damage to read through, not reasons to "
-    "drop a log."""
+    """Windows line endings and stray undecodable bytes are damage to read through, not a reason to
+    drop a log."""
     planted = scenarios.python_exception_current_slurm(tmp_path / "logs")
     for path in planted.log_dir.glob("error-*.out"):
         data = path.read_bytes().replace(b"\n", b"\r\n")
         path.write_bytes(data.replace(b"tokens/s=152103", b"tokens/s=\xff\xfe152103", 3))
-    assert_diagnosed(triage(planted.log_dir), planted)
+    report = triage(planted.log_dir)
+    assert_diagnosed(report, planted)
+    assert not [e.text for f in report.findings for e in f.evidence if "\r" in e.text]
 
 
 def test_a_directory_symlink_loop_does_not_hang_or_double_count(tmp_path: Path) -> None:
