@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 from datetime import UTC, datetime
+from pathlib import Path
 
 import anyio
 
@@ -21,6 +22,7 @@ from hyperpod_nccl.probes.fanout import (
 )
 from hyperpod_nccl.probes.runners.base import NodeTarget, Runner
 from hyperpod_nccl.probes.runners.local import LocalRunner
+from hyperpod_nccl.probes.runners.replay import ReplayRunner
 from hyperpod_nccl.probes.runners.ssm import SsmRunner
 from hyperpod_nccl.probes.targets import ClusterNodes, list_cluster_nodes
 from hyperpod_nccl.snapshot import Snapshot
@@ -76,6 +78,15 @@ async def probe_local(*, timeout_s: float = NODE_TIMEOUT_S, runner: Runner | Non
         runner or LocalRunner(), probe_script(NODE_HEALTH), [target], timeout_s=timeout_s
     )
     return ProbeSnapshot(script=NODE_HEALTH, local=True, nodes_total=1, sampling="this host", results=results)
+
+
+async def probe_recorded(directory: Path, *, timeout_s: float = NODE_TIMEOUT_S) -> ProbeSnapshot:
+    """Replay recorded node_health outputs (`<instance-id>.txt` each) through the same path."""
+    runner = ReplayRunner.from_directory(directory)
+    targets = [NodeTarget(instance_id=path.stem) for path in sorted(directory.glob("*.txt"))]
+    results = await probe_targets(runner, probe_script(NODE_HEALTH), targets, timeout_s=timeout_s)
+    note = f"recorded outputs from {directory}"
+    return ProbeSnapshot(script=NODE_HEALTH, nodes_total=len(targets), sampling=note, results=results)
 
 
 def probe_report(probes: ProbeSnapshot) -> Report:

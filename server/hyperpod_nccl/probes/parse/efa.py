@@ -14,8 +14,9 @@ _LIBFABRIC = re.compile(r"^libfabric:\s*(?P<version>\S+)")
 _INSTALLER = re.compile(r"EFA installer version:\s*(?P<version>\S+)")
 _OFI_LIB = re.compile(r"^ofi_nccl_lib:\s*(?P<path>\S+)")
 _OFI_VERSION = re.compile(
-    r"(?:aws-ofi-nccl|ofi-nccl|libnccl-ofi)[^\d]*(?P<version>\d+\.\d+\.\d+[\w.-]*)", re.IGNORECASE
+    r"(?:aws-ofi-nccl|ofi-nccl|libnccl-ofi)[^\d]*(?P<version>\d+\.\d+\.\d+)", re.IGNORECASE
 )
+_EFA_DEVICE = re.compile(r"^\S+ driver=efa\s*$")
 _NCCL_LIB = re.compile(r"libnccl\.so\.(?P<version>\d+\.\d+\.\d+)")
 
 # EFA devices each instance type exposes (debugging-guide.md § 6; DescribeInstanceTypes EfaInfo).
@@ -69,7 +70,7 @@ def _versions(section: Section, facts: EfaFacts) -> None:
 def parse_efa(fi_info: Section, devices: Section, versions: Section, nccl: Section) -> EfaFacts:
     facts = EfaFacts()
     _fi_info(fi_info, facts)
-    facts.devices = [line for line in devices.numbered() if line.text.strip().startswith("efa")]
+    facts.devices = [line for line in devices.numbered() if _EFA_DEVICE.match(line.text)]
     _versions(versions, facts)
     seen: set[str] = set()
     for line in nccl.numbered():

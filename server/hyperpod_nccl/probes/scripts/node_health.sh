@@ -102,8 +102,14 @@ section efa_fi_info
 run fi_info -p efa -t FI_EP_RDM
 
 section efa_devices
+# One line per RDMA device with its kernel driver: EFA devices are named rdmapNsM (efa_N on
+# older kernels), so the driver, not the name, says which are EFA.
 if [ -d /sys/class/infiniband ]; then
-    timeout -k 2 "$T" ls -1 /sys/class/infiniband 2>&1
+    for dev in /sys/class/infiniband/*; do
+        [ -e "$dev" ] || continue
+        driver=$(timeout -k 2 "$T" readlink "$dev/device/driver" 2>/dev/null)
+        printf '%s driver=%s\n' "${dev##*/}" "${driver##*/}"
+    done
 else
     printf 'no /sys/class/infiniband\n'
 fi
