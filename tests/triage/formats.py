@@ -21,7 +21,6 @@ _PG_LINES = {
     "2.5": {"caught": 616, "state": 1785, "ops": 630, "down": 636, "terminated": 1601},
     "2.6": {"caught": 632, "state": 2168, "ops": 681, "down": 695, "terminated": 1895},
 }
-TORCH_GENERATIONS = tuple(_PG_LINES)
 TORCH_DIST = "/usr/local/lib/python3.12/dist-packages/torch/distributed"
 
 
