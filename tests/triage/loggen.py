@@ -340,8 +340,23 @@ def write_startup(ls: LogSet, marks: dict[int, Mark] | None = None) -> datetime:
             when + seconds(0.4),
             job.wording.init_banner(rank, when, job.world_size, job.timeout_ms, nccl),
         )
+        ls.rank(rank, when + seconds(1.2), STARTUP_WARNINGS)
     ls.flush()
     return job.start + seconds(20)
+
+
+# Harmless Python warnings every rank prints once; they mention "freeze" and "deprecated" on purpose.
+STARTUP_WARNINGS = (
+    "/usr/local/lib/python3.12/dist-packages/torch/utils/data/dataloader.py:617: UserWarning: This "
+    "DataLoader will create 16 worker processes in total. Our suggested max number of worker in current system is 12, "
+    "which is smaller than what this DataLoader is going to create. Please be aware that excessive worker "
+    "creation might get DataLoader running slow or even freeze, lower the worker number to avoid potential "
+    "slowness/freeze if necessary.",
+    "  warnings.warn(",
+    "/workspace/train.py:154: FutureWarning: `torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
+    "`torch.amp.GradScaler('cuda', args...)` instead.",
+    "  scaler = torch.cuda.amp.GradScaler()",
+)
 
 
 def _launcher_banner(ls: LogSet, node: int, when: datetime) -> None:
