@@ -12,6 +12,7 @@ topology, providers) are all applied, because one line can carry several facts.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -369,6 +370,36 @@ STORAGE_PREFILTER = [a for p in STORAGE_PATTERNS[:-1] for a in p.anchors] + ["\n
 
 def anchors_of(patterns: tuple[Pattern, ...]) -> list[str]:
     return sorted({anchor for pattern in patterns for anchor in pattern.anchors})
+
+
+class Dispatcher:
+    """Which patterns can match a line: one regex pass over the line finds its anchors, so only
+    the few patterns that own one of them run their (slower) parsing regex."""
+
+    def __init__(self, patterns: tuple[Pattern, ...]) -> None:
+        self._patterns = patterns
+        anchors = anchors_of(patterns)
+        self._finder = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
+        self._owners: dict[str, list[int]] = {}
+        for index, pattern in enumerate(patterns):
+            for anchor in pattern.anchors:
+                self._owners.setdefault(anchor, []).append(index)
+        self._anchors = anchors
+
+    def candidates(self, message: str) -> list[Pattern]:
+        matched = {found.group() for found in self._finder.finditer(message)}
+        if not matched:
+            return []
+        owners: set[int] = set()
+        for text in matched:
+            for anchor in self._contained(text):
+                owners.update(self._owners[anchor])
+        return [self._patterns[index] for index in sorted(owners)]
+
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one dispatcher per pattern set, kept for the process
+    def _contained(self, text: str) -> tuple[str, ...]:
+        """Anchors inside a matched text: a longer anchor hides the shorter ones it contains."""
+        return tuple(anchor for anchor in self._anchors if anchor in text)
 
 
 def _trie_regex(words: list[bytes]) -> bytes:

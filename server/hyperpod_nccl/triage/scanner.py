@@ -24,6 +24,7 @@ from hyperpod_nccl.triage.patterns import (
     FRAMEWORK_WORDS,
     STORAGE_PATTERNS,
     STORAGE_PREFILTER,
+    Dispatcher,
     Pattern,
     anchors_of,
     build_hit_finder,
@@ -43,6 +44,21 @@ def _log_finder() -> HitFinder:
 @cache
 def _storage_finder() -> HitFinder:
     return build_hit_finder(STORAGE_PREFILTER)
+
+
+@cache
+def _event_dispatcher() -> Dispatcher:
+    return Dispatcher(EVENT_PATTERNS)
+
+
+@cache
+def _fact_dispatcher() -> Dispatcher:
+    return Dispatcher(FACT_PATTERNS)
+
+
+@cache
+def _storage_dispatcher() -> Dispatcher:
+    return Dispatcher(STORAGE_PATTERNS)
 
 
 def scan_input(item: InputFile) -> FileScan:
@@ -102,10 +118,10 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
     report = ReadReport()
     state = _FileState(scan, source)
     finder = _storage_finder() if scan.storage else _log_finder()
-    patterns = STORAGE_PATTERNS if scan.storage else EVENT_PATTERNS
+    dispatcher = _storage_dispatcher() if scan.storage else _event_dispatcher()
     try:
         for number, text in select_lines(stream, finder, report):
-            _take_line(state, patterns, number, text)
+            _take_line(state, dispatcher, number, text)
     finally:
         scan.lines_read += report.lines
         for line, dropped in report.truncated:
@@ -114,17 +130,17 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         _apply_local_ranks(state)
 
 
-def _take_line(state: _FileState, patterns: tuple[Pattern, ...], number: int, text: str) -> None:
+def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str) -> None:
     stripped = strip(text)
     _note_identity(state, stripped)
     if number <= 40:
         _note_framework(state.scan, text)
     if not state.scan.storage:
-        for fact in FACT_PATTERNS:
+        for fact in _fact_dispatcher().candidates(stripped.message):
             fields = fact.match(stripped.message)
             if fields is not None:
                 _record(state, fact, fields, number, text, stripped)
-    for pattern in patterns:
+    for pattern in dispatcher.candidates(stripped.message):
         fields = pattern.match(stripped.message)
         if fields is not None:
             _record(state, pattern, fields, number, text, stripped)
@@ -239,12 +255,32 @@ def _attach_failure_block(state: _FileState, event: Event) -> None:
 
 def _apply_local_ranks(state: _FileState) -> None:
     """A line tagged only `[default3]:` belongs to the global rank other lines of the file give local 3."""
+    _learn_local_ranks(state)
     for event in state.keyed.values():
         if event.rank is None and "local_rank" in event.fields:
             event.rank = state.local_to_global.get(int(event.fields["local_rank"]))
     for local, host_pid in state.local_pids.items():
         if local in state.local_to_global:
             state.scan.pid_ranks.setdefault(host_pid, state.local_to_global[local])
+
+
+def _learn_local_ranks(state: _FileState) -> None:
+    """Local → global ranks from NCCL's world communicator lines, then torchrun's arithmetic.
+
+    torchrun numbers a node's workers contiguously (global = node offset + local): when every known
+    pair in a file shares one offset, the same offset names the workers that never said who they are.
+    """
+    worlds = [e for e in state.keyed.values() if e.kind == "comm_rank" and "local_rank" in e.fields]
+    widest = max((int(e.fields["nranks"]) for e in worlds), default=0)
+    for event in worlds:
+        if int(event.fields["nranks"]) == widest:
+            state.local_to_global.setdefault(int(event.fields["local_rank"]), int(event.fields["comm_rank"]))
+    offsets = {rank - local for local, rank in state.local_to_global.items()}
+    if len(offsets) == 1:
+        offset = offsets.pop()
+        locals_seen = {int(e.fields["local_rank"]) for e in state.keyed.values() if "local_rank" in e.fields}
+        for local in locals_seen:
+            state.local_to_global.setdefault(local, offset + local)
 
 
 def _fill_file_level_identity(scan: FileScan) -> None:
