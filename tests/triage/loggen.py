@@ -348,10 +348,10 @@ def write_startup(ls: LogSet, marks: dict[int, Mark] | None = None) -> datetime:
 # Harmless Python warnings every rank prints once; they mention "freeze" and "deprecated" on purpose.
 STARTUP_WARNINGS = (
     "/usr/local/lib/python3.12/dist-packages/torch/utils/data/dataloader.py:617: UserWarning: This "
-    "DataLoader will create 16 worker processes in total. Our suggested max number of worker in current system is 12, "
-    "which is smaller than what this DataLoader is going to create. Please be aware that excessive worker "
-    "creation might get DataLoader running slow or even freeze, lower the worker number to avoid potential "
-    "slowness/freeze if necessary.",
+    "DataLoader will create 16 worker processes in total. Our suggested max number of worker in current "
+    "system is 12, which is smaller than what this DataLoader is going to create. Please be aware that "
+    "excessive worker creation might get DataLoader running slow or even freeze, lower the worker number "
+    "to avoid potential slowness/freeze if necessary.",
     "  warnings.warn(",
     "/workspace/train.py:154: FutureWarning: `torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
     "`torch.amp.GradScaler('cuda', args...)` instead.",
