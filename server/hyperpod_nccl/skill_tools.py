@@ -59,6 +59,10 @@ def compare_reports(previous: ReportInput, current: ReportInput) -> ReportCompar
 def create_escalation_bundle(
     output_path: BundlePath,
     report: ReportInput | None = None,
+    previous_report: Annotated[
+        ExistingPath | dict[str, Any] | None,
+        Field(description="The report from before the last fix (path or object): CASE.md says what changed."),
+    ] = None,
     snapshot_dir: Annotated[
         ExistingPath | None, Field(description="Folder saved by `diagnose --save-bundle`.")
     ] = None,
@@ -85,6 +89,8 @@ def create_escalation_bundle(
         output=Path(output_path),
         report=Path(report) if isinstance(report, str) else None,
         report_data=report if isinstance(report, dict) else None,
+        previous=Path(previous_report) if isinstance(previous_report, str) else None,
+        previous_data=previous_report if isinstance(previous_report, dict) else None,
         snapshot=Path(snapshot_dir) if snapshot_dir else None,
         logs=Path(log_dir) if log_dir else None,
         cluster=cluster,

@@ -165,3 +165,26 @@ def test_unusable_output_or_input_is_refused_before_anything_is_written(
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert not (tmp_path / "x.tar.gz").exists()
+
+
+def test_a_previous_report_puts_what_the_last_change_did_in_the_case(tmp_path: Path) -> None:
+    before = tmp_path / "before.json"
+    before.write_text(incident_report().model_dump_json(), encoding="utf-8")
+    after_fix = incident_report()
+    after_fix.findings = [f for f in after_fix.findings if f.id != "efa.tcp_fallback"]
+    after = tmp_path / "after.json"
+    after.write_text(after_fix.model_dump_json(), encoding="utf-8")
+    output = tmp_path / "b.tar.gz"
+    result = subprocess.run(
+        [*CLI, "bundle", "--report", str(after), "--previous", str(before), "-o", str(output)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    members = members_of(output)
+    assert "[FIXED] P1 efa.tcp_fallback" in members["hyperpod-nccl-escalation/comparison.txt"].decode()
+    case = members["hyperpod-nccl-escalation/CASE.md"].decode()
+    tried = case.split("## What was already tried", 1)[1].split("\n## ", 1)[0]
+    assert "1 fixed, 1 still failing, 0 new" in tried
+    assert "[STILL] P0 nccl.watchdog.straggler" in tried

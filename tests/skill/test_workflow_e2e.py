@@ -57,6 +57,7 @@ async def test_from_my_job_hangs_to_the_culprit_the_section_the_rerun_and_the_bu
             {
                 "output_path": str(output),
                 "report": rerun,
+                "previous_report": report,
                 "log_dir": str(EXAMPLE_LOGS),
                 "region": "us-west-2",
             },
@@ -71,3 +72,4 @@ async def test_from_my_job_hangs_to_the_culprit_the_section_the_rerun_and_the_bu
     assert "Ranks: `" in case and "43" in case.split("Ranks: `", 1)[1].split("`", 1)[0]
     assert "ip-10-1-0-15" in case
     assert "Region: `us-west-2`" in case
+    assert f"[FIXED] {fixed['priority']} {fixed['id']}" in case  # what the last change did

@@ -18,7 +18,14 @@ from pydantic import BaseModel, Field, ValidationError
 from hyperpod_nccl.bundle.archive import BUNDLE_FOLDER, BundleError, check_output_path, write_archive
 from hyperpod_nccl.bundle.case import UploadSuggestion, render_case, upload_suggestion
 from hyperpod_nccl.bundle.facts import CaseFacts, case_facts
-from hyperpod_nccl.compare import UnusableReport, load_report, report_from_data
+from hyperpod_nccl.compare import (
+    ReportComparison,
+    UnusableReport,
+    diff_reports,
+    load_report,
+    report_from_data,
+)
+from hyperpod_nccl.compare_cli import render_comparison
 from hyperpod_nccl.guard.redact import redact_data, redact_model
 from hyperpod_nccl.models import Report
 from hyperpod_nccl.render import render_json, render_text
@@ -33,6 +40,8 @@ class BundleRequest(BaseModel):
     output: Path
     report: Path | None = None
     report_data: dict[str, Any] | None = Field(default=None, description="A report given inline, as JSON.")
+    previous: Path | None = Field(default=None, description="The report from before the last change.")
+    previous_data: dict[str, Any] | None = None
     snapshot: Path | None = None
     logs: Path | None = None
     cluster: str | None = None
@@ -92,6 +101,19 @@ def _reports(request: BundleRequest) -> dict[str, Report]:
     return reports
 
 
+def _comparison(request: BundleRequest, reports: dict[str, Report]) -> ReportComparison | None:
+    try:
+        if request.previous is not None:
+            previous = load_report(request.previous)
+        elif request.previous_data is not None:
+            previous = report_from_data(request.previous_data, "previous report")
+        else:
+            return None
+    except UnusableReport as error:
+        raise BundleError(str(error)) from None
+    return diff_reports(previous, next(iter(reports.values())))
+
+
 def _json(data: Any) -> str:
     return json.dumps(redact_data(data), indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
@@ -147,8 +169,12 @@ def create_bundle(request: BundleRequest) -> BundleResult:
         )
     )
     members = _members(reports, snapshot, facts)
+    comparison = _comparison(request, reports)
+    if comparison is not None:
+        members["comparison.txt"] = render_comparison(comparison)
+        members["comparison.json"] = _json(comparison.model_dump(mode="json"))
     listed = sorted([*members, "CASE.md"])
-    members["CASE.md"] = render_case(facts, list(reports.values()), listed, output.name)
+    members["CASE.md"] = render_case(facts, list(reports.values()), listed, output.name, comparison)
     created = request.created_at or datetime.now(UTC)
     data = write_archive(output, members, int(created.timestamp()))
     return BundleResult(

@@ -6,6 +6,8 @@ from pydantic import BaseModel, Field
 
 from hyperpod_nccl import __version__
 from hyperpod_nccl.bundle.facts import CaseFacts, ClusterIdentity
+from hyperpod_nccl.compare import ReportComparison
+from hyperpod_nccl.compare_cli import render_comparison
 from hyperpod_nccl.models import Report, finding_sort_key
 from hyperpod_nccl.rankset import compress
 
@@ -127,11 +129,39 @@ def _attachment_lines(members: list[str]) -> list[str]:
         "error-strings.txt": "every verbatim error line behind a FAIL or WARN",
         "nccl-env.txt": "NCCL_*, FI_*, TORCH_* of one training pod",
         "case.json": "the facts of this file as JSON",
+        "comparison.txt": "what the last change fixed, left failing and newly broke",
+        "comparison.json": "the same comparison as JSON",
     }
     return [f"- `{name}`: {described[name]}" for name in members if name in described]
 
 
-def render_case(facts: CaseFacts, reports: list[Report], members: list[str], bundle_name: str) -> str:
+def _tried_lines(comparison: ReportComparison | None) -> list[str]:
+    lines = [
+        f"- Restarts, reboots, replacements, timeout or memlock changes already tried: {UNKNOWN}",
+    ]
+    if comparison is None:
+        return [
+            *lines,
+            f"- What changed after each: {UNKNOWN} (bundle with a previous report to fill this in)",
+        ]
+    return [
+        *lines,
+        "",
+        "What changed between the report before the last change and this one (`comparison.txt`):",
+        "",
+        "```",
+        render_comparison(comparison).rstrip(),
+        "```",
+    ]
+
+
+def render_case(
+    facts: CaseFacts,
+    reports: list[Report],
+    members: list[str],
+    bundle_name: str,
+    comparison: ReportComparison | None = None,
+) -> str:
     upload = upload_suggestion(bundle_name)
     name = facts.cluster.name or facts.cluster.arn or "the cluster"
     sections = [
@@ -146,6 +176,7 @@ def render_case(facts: CaseFacts, reports: list[Report], members: list[str], bun
         ["## Affected resources", "", *_affected_lines(facts)],
         ["## Findings", "", *_finding_lines(reports)],
         ["## NCCL / FI / TORCH environment", "", *_environment_lines(facts)],
+        ["## What was already tried", "", *_tried_lines(comparison)],
         ["## Attached in this bundle", "", *_attachment_lines(members)],
         ["## Why escalate", "", "Escalate when one of these holds (tick the one that applies):", ""]
         + [f"- [ ] {item}" for item in _ESCALATE_WHEN],

@@ -30,6 +30,9 @@ def _checked(kind: Any) -> Any:
 def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", type=Path, metavar="REPORT.json", help="a report saved with --json")
     parser.add_argument(
+        "--previous", type=Path, metavar="PREVIOUS.json", help="the report from before the last change"
+    )
+    parser.add_argument(
         "--snapshot", type=Path, metavar="DIR", help="a folder saved by diagnose --save-bundle"
     )
     parser.add_argument(
@@ -74,6 +77,7 @@ def run_bundle(args: argparse.Namespace) -> int:
     request = BundleRequest(
         output=args.output or _default_output(),
         report=args.report,
+        previous=args.previous,
         snapshot=args.snapshot,
         logs=args.logs,
         cluster=args.cluster,
