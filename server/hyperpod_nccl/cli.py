@@ -17,6 +17,7 @@ from hyperpod_nccl.models import Report
 from hyperpod_nccl.probes.cli import add_probe_arguments, run_probe
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
 from hyperpod_nccl.render import render_json, render_text, use_color
+from hyperpod_nccl.slurm.cli import add_slurm_arguments, run_slurm
 from hyperpod_nccl.triage.cli import add_triage_arguments, run_triage_command
 
 EXIT_OK, EXIT_ISSUES, EXIT_UNUSABLE = 0, 1, 2
@@ -130,6 +131,12 @@ COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Comman
         "run the read-only node-health probe here (--local) or on sampled cluster nodes over SSM",
         add_probe_arguments,
         run_probe,
+    ),
+    (
+        "slurm",
+        "read Slurm here (login/controller node) or over SSM: controller, nodes, jobs, auto-resume",
+        add_slurm_arguments,
+        run_slurm,
     ),
 ]
 

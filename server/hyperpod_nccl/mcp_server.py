@@ -31,6 +31,7 @@ from hyperpod_nccl.references import (
     read_reference_section,
 )
 from hyperpod_nccl.skill_tools import compare_reports, create_escalation_bundle
+from hyperpod_nccl.slurm.tool import slurm_status
 from hyperpod_nccl.triage.mcp_tool import triage_logs
 from hyperpod_nccl.workflow import (
     DIAGNOSE_WORKFLOW,
@@ -110,6 +111,8 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (create_escalation_bundle, READ_ONLY),
     # Opens SSM sessions only to run the shipped read-only node_health script.
     (probe_nodes, READ_ONLY_LIVE),
+    # Runs the shipped read-only Slurm probe on this host, or on the controller over SSM.
+    (slurm_status, READ_ONLY_LIVE),
 ]
 
 

@@ -23,6 +23,7 @@ _ACTIVE = {
 # Ended states the scheduler caused (debugging-guide § 16), and the memory one (§ 4).
 _SCHEDULER_ENDED = {"TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
 _NEAR_LIMIT = 0.9
+_BROKEN = {"down", "fail", "failing"}
 # (check, status, priority, reference) for each batch-script problem.
 _SCRIPT_CHECKS = {
     "no_auto_resume": (Status.FAIL, Priority.P1, "operations.md § 7"),
@@ -118,11 +119,13 @@ def _bad_nodes_finding(job: SlurmJob, slurm: SlurmSnapshot) -> Finding | None:
     bad = [name for name in job.nodes if name in states and states[name].unusable]
     if job.state != "RUNNING" or not bad:
         return None
+    # A draining node lets the job finish; down, failed or silent nodes are where ranks hang.
+    broken = any(states[n].condition in _BROKEN or "NOT_RESPONDING" in states[n].flags for n in bad)
     return _job_finding(
         job,
         id="slurm.job.on_unusable_node",
         status=Status.FAIL,
-        priority=Priority.P0,
+        priority=Priority.P0 if broken else Priority.P1,
         title=f"Job {job.job_id} is running on {', '.join(bad)}, which Slurm marks unusable",
         reference="operations.md § 7",
         detail="A rank on a down, failing or unresponsive node stalls every collective: the job hangs.",
@@ -191,7 +194,7 @@ def analyze_slurm_jobs(snapshot: Snapshot) -> list[Finding]:
             _bad_nodes_finding(job, slurm),
         ]
         findings += [f for f in checks if f] or [_status_line(job)]
-    if slurm.job_id and slurm.job is None:
+    if slurm.job_id and slurm.job is None and slurm.controller.reachable:
         findings.append(_job_not_found(slurm))
     if slurm.job_id and slurm.batch_script:
         exclusive = slurm.job.exclusive if slurm.job else None

@@ -51,6 +51,11 @@ JobName = Annotated[
     AfterValidator(_matching(f"{_DNS_SUBDOMAIN}|\\d+(_\\d+)?", "job name or Slurm job id", "llama-pretrain")),
     Field(description="Kubernetes job name (PyTorchJob, Job) or Slurm job id."),
 ]
+SlurmJobId = Annotated[
+    str,
+    AfterValidator(_matching(r"\d{1,12}(_\d{1,9})?", "Slurm job id", "1234 or 1234_5")),
+    Field(description="Slurm job id, or array job id `JOBID_TASK`, e.g. 1234."),
+]
 PodName = Annotated[
     str,
     AfterValidator(_matching(_DNS_SUBDOMAIN, "Kubernetes pod name", "llama-pretrain-worker-0")),

@@ -21,7 +21,7 @@ _KEY = re.compile(r"(?:^|(?<=\s))(?P<key>[A-Za-z][A-Za-z0-9_:/\[\]]*)=")
 _PING = re.compile(r"Slurmctld\((?P<role>[a-z0-9]+)\) at (?P<host>\S+) is (?P<status>UP|DOWN)")
 _CONTACT_ERROR = re.compile(
     r"Unable to contact slurm controller|Socket timed out on send/recv|Zero Bytes were transmitted"
-    r"|Could not establish a configuration source|Connection refused",
+    r"|Connection refused",
     re.I,
 )
 # Node fields worth quoting as evidence; the full line carries dozens more.
@@ -75,8 +75,8 @@ def parse_kv(text: str) -> dict[str, str]:
     """`Key=value Other=two words` records; a value runs until the next `Key=`."""
     matches = list(_KEY.finditer(text))
     fields: dict[str, str] = {}
-    for match, following in zip(matches, [*matches[1:], None], strict=True):
-        end = following.start() if following else len(text)
+    ends = [m.start() for m in matches[1:]] + [len(text)] * bool(matches)
+    for match, end in zip(matches, ends, strict=True):
         fields.setdefault(match.group("key"), text[match.end() : end].strip())
     return fields
 

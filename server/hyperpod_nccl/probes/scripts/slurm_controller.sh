@@ -6,7 +6,8 @@
 # Output: sections delimited by catalog.SECTION_MARKER; each ends with "##### exit <status>"
 # so the parser can tell "the command failed" from "the command printed nothing".
 
-LIMIT=20
+LIMIT=15
+SKIPPED='skipped: slurmctld did not answer scontrol ping'
 
 section() {
     printf '===== hyperpod-nccl:section %s =====\n' "$1"
@@ -22,7 +23,14 @@ run() {
         return
     fi
     timeout "$LIMIT" "$@" 2>&1
-    printf '##### exit %s\n' "$?"
+    status=$?
+    printf '##### exit %s\n' "$status"
+    return "$status"
+}
+
+skip() {
+    section "$1"
+    printf '%s\n##### exit 3\n' "$SKIPPED"
 }
 
 # grep_file PATTERN FILE: the matching lines of one config file, numbered, if it is readable.
@@ -35,7 +43,9 @@ grep_file() {
 SETTINGS='RemoveIPC|memlock|MEMLOCK|ulimit|NCCL_|FI_|OFI_|FI_EFA|LD_LIBRARY_PATH|PropagateResourceLimits'
 
 run version scontrol --version
-run ping scontrol ping
+section ping
+PING=$(timeout "$LIMIT" scontrol ping 2>&1)
+printf '%s\n##### exit %s\n' "$PING" "$?"
 section munge
 if command -v munge >/dev/null 2>&1 && command -v unmunge >/dev/null 2>&1; then
     # Encode and decode an empty credential: proves munged answers, changes nothing.
@@ -44,26 +54,36 @@ if command -v munge >/dev/null 2>&1 && command -v unmunge >/dev/null 2>&1; then
 else
     printf 'munge: command not found\n##### exit 127\n'
 fi
-run sinfo sinfo -N -h -o '%N|%P|%t|%T|%E'
-run sinfo_reasons sinfo -R
-run nodes scontrol -o show node
-run squeue squeue -h -t all -o '%i|%T|%r|%D|%N|%l|%M|%P|%u|%j'
-run config scontrol show config
-
-if [ -n "${JOB_ID:-}" ]; then
-    run job scontrol show job -d "$JOB_ID"
-    run batch_script scontrol write batch_script "$JOB_ID" -
-    run sacct sacct -j "$JOB_ID" -P -n -o JobID,JobName,State,ExitCode,Elapsed,Timelimit,NodeList,Reason
+# Every command below asks slurmctld; with it down each would wait out its time limit, so the
+# sections are marked skipped instead and the probe still finishes in seconds.
+CONTROLLER_SECTIONS='sinfo sinfo_reasons nodes squeue config'
+[ -n "${JOB_ID:-}" ] && CONTROLLER_SECTIONS="$CONTROLLER_SECTIONS job batch_script sacct"
+CONFIG=
+if printf '%s\n' "$PING" | grep -q '(primary) at .* is UP'; then
+    run sinfo sinfo -N -h -o '%N|%P|%t|%T|%E'
+    run sinfo_reasons sinfo -R
+    run nodes scontrol -o show node
+    run squeue squeue -h -t all -o '%i|%T|%r|%D|%N|%l|%M|%P|%u|%j'
+    section config
+    CONFIG=$(timeout "$LIMIT" scontrol show config 2>&1)
+    printf '%s\n##### exit %s\n' "$CONFIG" "$?"
+    if [ -n "${JOB_ID:-}" ]; then
+        run job scontrol show job -d "$JOB_ID"
+        run batch_script scontrol write batch_script "$JOB_ID" -
+        run sacct sacct -j "$JOB_ID" -P -n -o JobID,JobName,State,ExitCode,Elapsed,Timelimit,NodeList,Reason
+    fi
+else
+    for name in $CONTROLLER_SECTIONS; do skip "$name"; done
 fi
 
 section host_files
 # Prolog/epilog scripts named in slurm.conf, then the host files that set IPC, memlock and NCCL env.
 for key in Prolog Epilog TaskProlog TaskEpilog PrologSlurmctld EpilogSlurmctld; do
-    timeout "$LIMIT" scontrol show config 2>/dev/null |
+    printf '%s\n' "$CONFIG" |
         sed -n "s/^$key *= *\\(\\/[^ ]*\\).*/\\1/p" | tr ',' '\n' |
         while read -r path; do grep_file "$SETTINGS" "$path"; done
 done
-for path in /etc/systemd/logind.conf /etc/systemd/logind.conf.d/*.conf \
+for path in "${SLURM_CONF:-/etc/slurm/slurm.conf}" /opt/slurm/etc/slurm.conf /etc/systemd/logind.conf /etc/systemd/logind.conf.d/*.conf \
     /etc/security/limits.conf /etc/security/limits.d/*.conf \
     /etc/default/slurmd /etc/sysconfig/slurmd \
     /etc/systemd/system/slurmd.service.d/*.conf /etc/systemd/system/slurmd.service \

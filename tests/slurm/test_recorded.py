@@ -1,0 +1,134 @@
+"""The Slurm parsers and analyzers on probe output recorded in the wordings of Slurm 22.05, 23.11
+and 24.11 (state spellings, `scontrol` fields, pending reasons, controller failures)."""
+
+from __future__ import annotations
+
+from hyperpod_nccl.models import BlastRadius, Priority, Status
+from tests.slurm.helpers import commands, findings, only, recorded_report, recorded_snapshot
+
+REPLACE = 'scontrol update node={} state=fail reason="Action:Replace"'
+
+
+def test_22_05_states_reasons_and_gres_mismatch_are_parsed() -> None:
+    slurm = recorded_snapshot("slurm-22.05.txt", job_id="4242").slurm
+    assert slurm is not None and slurm.version == "22.05.8"
+    nodes = {n.name: n for n in slurm.nodes}
+    assert nodes["ip-10-1-1-12"].base == "IDLE" and nodes["ip-10-1-1-12"].flags == ["DRAIN"]
+    assert nodes["ip-10-1-1-12"].reason == "gpu count reported lower than configured (7 < 8)"
+    assert nodes["ip-10-1-1-12"].reason_stamp == "slurm@2024-05-01T10:00:00"
+    assert (
+        nodes["ip-10-1-1-14"].flags == ["NOT_RESPONDING"] and nodes["ip-10-1-1-14"].compact_state == "down*"
+    )
+    assert nodes["ip-10-1-1-11"].gres == "gpu:8" and nodes["ip-10-1-1-11"].reason is None
+    assert slurm.job is not None and slurm.job.reason == "launch failed requeued held"
+    assert slurm.job.exclusive is True and slurm.job.time_limit_s == 2 * 86400
+    assert [j.name for j in slurm.jobs] == ["llama-70b-pretrain", "eval sweep|lr=3e-4"]
+    assert slurm.jobs[1].nodes == ["ip-10-1-1-11", "ip-10-1-1-13"]
+
+
+def test_22_05_gres_mismatch_is_p0_with_gpu_reference_and_replacement() -> None:
+    report = recorded_report("slurm-22.05.txt", job_id="4242")
+    gres = only(report, "slurm.node.gres_mismatch")
+    assert (gres.status, gres.priority, gres.reference) == (
+        Status.FAIL,
+        Priority.P0,
+        "debugging-guide.md § 5",
+    )
+    assert gres.nodes == ["ip-10-1-1-12"] and "GPU" in gres.detail
+    assert REPLACE.format("ip-10-1-1-12") in commands(gres)
+    down = only(report, "slurm.node.down")
+    assert down.nodes == ["ip-10-1-1-14"] and down.priority == Priority.P0
+    assert "Not responding" in down.title and down.reference == "operations.md § 7"
+
+
+def test_22_05_held_job_is_p0_and_a_compliant_script_passes() -> None:
+    report = recorded_report("slurm-22.05.txt", job_id="4242")
+    held = only(report, "slurm.job.launch_failed_held")
+    assert held.priority == Priority.P0 and "scontrol release 4242" in commands(held)
+    assert not [f for f in report.findings if f.id.startswith("slurm.batch_script.")]
+    assert not [f for f in report.findings if f.id.startswith("slurm.host.") and f.is_issue]
+    assert len(only(report, "slurm.host.nccl_env").evidence) == 2
+    assert only(report, "slurm.controller.up").status == Status.PASS
+
+
+def test_23_11_backup_controller_draining_reboot_and_not_responding() -> None:
+    report = recorded_report("slurm-23.11.txt", job_id="5150")
+    backup = only(report, "slurm.controller.backup_down")
+    assert backup.nodes == ["ip-10-2-0-6"] and backup.priority == Priority.P2
+    draining = only(report, "slurm.node.draining")
+    assert draining.nodes == ["ip-10-2-4-22"] and draining.priority == Priority.P1
+    assert "reboot pending" in draining.detail and "squeue -w ip-10-2-4-22" in commands(draining)
+    silent = only(report, "slurm.node.not_responding")
+    assert silent.nodes == ["ip-10-2-4-23"] and "Kill task failed" in silent.title
+    assert silent.priority == Priority.P0 and "hung GPU" in silent.detail
+    # A node in a maintenance reservation is not a fault.
+    assert "ip-10-2-4-24" not in {n for f in report.findings if f.is_issue for n in f.nodes}
+
+
+def test_23_11_batch_script_breaks_each_auto_resume_rule() -> None:
+    report = recorded_report("slurm-23.11.txt", job_id="5150")
+    main_step = only(report, "slurm.batch_script.auto_resume_not_on_main_step")
+    assert main_step.evidence[0].line == 8 and main_step.evidence[0].text.startswith("srun python")
+    stale = only(report, "slurm.batch_script.stale_nodelist")
+    assert stale.evidence[0].line == 5 and stale.priority == Priority.P1
+    assert only(report, "slurm.batch_script.not_exclusive").status == Status.WARN
+    assert "scontrol write batch_script 5150 -" in commands(stale)
+    on_bad = only(report, "slurm.job.on_unusable_node")
+    assert on_bad.priority == Priority.P1 and "ip-10-2-4-22" in on_bad.title  # draining only
+    assert only(report, "slurm.job.near_time_limit").priority == Priority.P2
+
+
+def test_23_11_host_files_memlock_removeipc_and_tcp() -> None:
+    report = recorded_report("slurm-23.11.txt", job_id="5150")
+    memlock = findings(report, "slurm.host.memlock_limited")
+    assert [f.evidence[0].line for f in memlock] == [55, 56]
+    assert memlock[0].reference == "debugging-guide.md § 17"
+    assert only(report, "slurm.host.remove_ipc").evidence[0].source == "/etc/systemd/logind.conf"
+    tcp = only(report, "slurm.host.tcp_transport_forced")
+    assert tcp.reference == "debugging-guide.md § 13" and tcp.evidence[0].text == "export FI_PROVIDER=tcp"
+
+
+def test_23_11_pending_job_on_unavailable_node_without_job_filter() -> None:
+    report = recorded_report("slurm-23.11.txt")
+    pending = only(report, "slurm.job.nodes_unavailable")
+    assert "5151" in pending.title and pending.nodes == ["ip-10-2-4-23"]
+    assert not [f for f in report.findings if f.id.startswith("slurm.batch_script.")]
+
+
+def test_24_11_replacement_in_flight_gets_no_state_changes() -> None:
+    report = recorded_report("slurm-24.11.txt")
+    fail = next(f for f in findings(report, "slurm.node.fail") if f.nodes == ["ip-10-3-8-33"])
+    assert fail.priority == Priority.P0 and "do not change its state" in fail.detail
+    assert {c.blast_radius for c in fail.suggested_commands} == {BlastRadius.READ_ONLY}
+
+
+def test_24_11_failing_node_gets_replace_and_last_resort_down() -> None:
+    report = recorded_report("slurm-24.11.txt")
+    failing = only(report, "slurm.node.failing")
+    assert failing.nodes == ["ip-10-3-8-34"] and "Prolog error" in failing.title
+    cmds = commands(failing)
+    assert REPLACE.format("ip-10-3-8-34") in cmds
+    assert 'sudo scontrol update node=ip-10-3-8-34 state=down reason="Action:Replace"' in cmds
+    down = next(c for c in failing.suggested_commands if "state=down" in c.command)
+    assert down.blast_radius == BlastRadius.REPLACES_NODE and "kills every job" in down.why
+    drained = only(report, "slurm.node.drained")
+    assert drained.nodes == ["ip-10-3-8-32"] and "memory" in drained.detail
+    assert "scontrol update nodename=ip-10-3-8-32 state=resume" in commands(drained)
+
+
+def test_24_11_jobs_timeout_and_running_on_failing_node() -> None:
+    report = recorded_report("slurm-24.11.txt")
+    timeout = only(report, "slurm.job.timeout")
+    assert "7000" in timeout.title and timeout.reference == "debugging-guide.md § 16"
+    on_bad = only(report, "slurm.job.on_unusable_node")
+    assert "7001" in on_bad.title and on_bad.priority == Priority.P0
+    assert report.blocking
+
+
+def test_controller_down_is_p0_and_munge_failure_is_reported() -> None:
+    report = recorded_report("controller-down-24.11.txt", job_id="7001")
+    down = only(report, "slurm.controller.down")
+    assert (down.priority, down.reference) == (Priority.P0, "operations.md § 7")
+    assert "ip-10-3-0-4" in down.title and "is DOWN" in down.evidence[0].text
+    assert only(report, "slurm.controller.munge").priority == Priority.P0
+    assert not findings(report, "slurm.job.not_found")
