@@ -24,7 +24,7 @@ from hyperpod_nccl.models import Report
 _MAX_SCOPE = 6
 
 
-def _previous_report(value: str) -> Report:
+def _report_file(value: str) -> Report:
     # Loaded while parsing, so a bad PREVIOUS.json fails before a long diagnostic runs.
     try:
         return load_report(Path(value).expanduser())
@@ -36,7 +36,7 @@ def add_compare_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compare",
         metavar="PREVIOUS.json",
-        type=_previous_report,
+        type=_report_file,
         help="a report saved earlier with --json: also print what is fixed, still failing and new",
     )
 
@@ -87,8 +87,8 @@ def print_comparison(report: Report, args: argparse.Namespace) -> None:
 
 
 def add_compare_command_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("previous", metavar="PREVIOUS.json", type=_previous_report, help="the earlier report")
-    parser.add_argument("current", metavar="CURRENT.json", type=_previous_report, help="the rerun's report")
+    parser.add_argument("previous", metavar="PREVIOUS.json", type=_report_file, help="the earlier report")
+    parser.add_argument("current", metavar="CURRENT.json", type=_report_file, help="the rerun's report")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
 

@@ -152,3 +152,16 @@ def test_diagnose_compare_replays_a_bundle_and_prints_the_diff(tmp_path: Path) -
     )
     assert result.returncode in (0, 1), result.stderr
     assert "Compared with the previous report: 1 fixed" in result.stdout
+
+
+def test_a_bad_previous_report_stops_triage_before_it_reads_any_log(tmp_path: Path) -> None:
+    _subcommand_with_compare("triage")
+    bogus = tmp_path / "bogus.json"
+    bogus.write_text("not json")
+    result = subprocess.run(
+        [*CLI, "triage", str(tmp_path / "no-such-logs"), "--compare", str(bogus)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert "is not JSON" in result.stderr and "save a report with --json" in result.stderr
