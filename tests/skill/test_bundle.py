@@ -188,3 +188,26 @@ def test_a_previous_report_puts_what_the_last_change_did_in_the_case(tmp_path: P
     tried = case.split("## What was already tried", 1)[1].split("\n## ", 1)[0]
     assert "1 fixed, 1 still failing, 0 new" in tried
     assert "[STILL] P0 nccl.watchdog.straggler" in tried
+
+
+def test_without_a_timeline_the_window_comes_from_kubernetes_warning_events(tmp_path: Path) -> None:
+    report = tmp_path / "diagnose.json"
+    report.write_text(
+        incident_report().model_copy(update={"timeline": []}).model_dump_json(), encoding="utf-8"
+    )
+    snapshot = incident_snapshot()
+    snapshot.kubernetes.events = [
+        {"type": "Warning", "reason": "BackOff", "lastTimestamp": "2026-03-02T11:07:00Z"},
+        {"type": "Warning", "reason": "Evicted", "lastTimestamp": "2026-03-02T11:02:00Z"},
+        {"type": "Normal", "reason": "Pulled", "lastTimestamp": "2026-03-02T09:00:00Z"},
+    ]
+    snapshot.save(tmp_path / "saved")
+    result = create_bundle(
+        BundleRequest(output=tmp_path / "b.tar.gz", report=report, snapshot=tmp_path / "saved")
+    )
+    assert (result.case.window.start, result.case.window.end) == (
+        "2026-03-02T11:02:00Z",
+        "2026-03-02T11:07:00Z",
+    )
+    case = members_of(tmp_path / "b.tar.gz")["hyperpod-nccl-escalation/CASE.md"].decode()
+    assert "Spanning 2 timestamped events of Kubernetes warning events." in case

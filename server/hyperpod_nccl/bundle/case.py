@@ -67,11 +67,11 @@ def _affected_lines(facts: CaseFacts) -> list[str]:
 def _window_lines(facts: CaseFacts) -> list[str]:
     window = facts.window
     if window.start is None:
-        return [f"- Start / end (UTC): {UNKNOWN} (the report carries no timestamped event)"]
+        return [f"- Start / end (UTC): {UNKNOWN} (no timestamped event in the report or the snapshot)"]
     return [
         f"- Start (UTC): `{window.start}`",
         f"- End (UTC): `{window.end}`",
-        f"- Spanning {window.events} timestamped events of the report's timeline.",
+        f"- Spanning {window.events} timestamped events of {window.source}.",
     ]
 
 

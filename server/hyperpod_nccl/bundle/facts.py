@@ -34,6 +34,7 @@ class FailureWindow(BaseModel):
     start: str | None = Field(default=None, description="Earliest timestamped event, ISO 8601 UTC.")
     end: str | None = Field(default=None, description="Latest timestamped event, ISO 8601 UTC.")
     events: int = Field(default=0, description="How many timestamped events the window spans.")
+    source: str | None = Field(default=None, description="Where the times came from.")
 
 
 class AffectedIds(BaseModel):
@@ -111,12 +112,23 @@ def _utc(value: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else None  # a time without a zone cannot be placed in UTC
 
 
-def failure_window(reports: list[Report]) -> FailureWindow:
+def _warning_event_times(snapshot: Snapshot | None) -> list[datetime]:
+    events = snapshot.kubernetes.events if snapshot and snapshot.kubernetes else []
+    stamps = (e.get("lastTimestamp") or e.get("eventTime") for e in events if e.get("type") == "Warning")
+    return [t for stamp in stamps if (t := _utc(stamp))]
+
+
+def failure_window(reports: list[Report], snapshot: Snapshot | None = None) -> FailureWindow:
+    """The report's timeline; failing that (a cluster diagnostic has none), the Kubernetes
+    warning events the snapshot holds."""
+    source = "the report's timeline"
     times = sorted(t for report in reports for event in report.timeline if (t := _utc(event.time)))
+    if not times:
+        source, times = "Kubernetes warning events", sorted(_warning_event_times(snapshot))
     if not times:
         return FailureWindow()
     start, end = (t.astimezone(UTC).isoformat().replace("+00:00", "Z") for t in (times[0], times[-1]))
-    return FailureWindow(start=start, end=end, events=len(times))
+    return FailureWindow(start=start, end=end, events=len(times), source=source)
 
 
 def error_strings(reports: list[Report]) -> list[ErrorString]:
@@ -176,7 +188,7 @@ def case_facts(
 ) -> CaseFacts:
     return CaseFacts(
         cluster=cluster_identity(snapshot, cluster, region, orchestrator),
-        window=failure_window(reports),
+        window=failure_window(reports, snapshot),
         affected=affected_ids(reports, snapshot, namespace, job),
         error_strings=error_strings(reports),
         environment=pod_environment(snapshot),
