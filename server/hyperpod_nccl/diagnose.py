@@ -1,0 +1,191 @@
+"""The cluster diagnostic as a service the CLI and the MCP tools share.
+
+`collect_snapshot` reads the live cluster (AWS, then Kubernetes or Slurm, on-node probes and
+CloudWatch, independent calls concurrently with a bound) into one Snapshot; `diagnose` runs the
+analyzers over a Snapshot, live or replayed from a bundle, into a Report. Only the prerequisites
+(credentials, the cluster's existence) stop a run; every other failure becomes a CollectionIssue.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from hyperpod_nccl.analyze import run_analyzers
+from hyperpod_nccl.collect import cloudwatch, hyperpod, orchestrators, security_groups
+from hyperpod_nccl.collect.aws import AwsClients, Progress, check_identity, issue_for, no_progress
+from hyperpod_nccl.collect.run import CollectionRun, DiagnoseOptions, parse_window, skipped
+from hyperpod_nccl.models import Report, SkippedInput
+from hyperpod_nccl.snapshot import Snapshot
+from hyperpod_nccl.snapshot.aws import AwsSnapshot, CloudWatchScan
+
+__all__ = ["DiagnoseOptions", "collect_snapshot", "collect_snapshot_async", "diagnose"]
+
+
+def collect_snapshot(
+    options: DiagnoseOptions,
+    *,
+    session: boto3.session.Session | None = None,
+    progress: Progress = no_progress,
+    probe_runner: Any | None = None,
+) -> Snapshot:
+    """Read the live cluster into a Snapshot (blocking). Raises AwsPrerequisiteError when it cannot start."""
+    return anyio.run(
+        lambda: collect_snapshot_async(options, session=session, progress=progress, probe_runner=probe_runner)
+    )
+
+
+async def collect_snapshot_async(
+    options: DiagnoseOptions,
+    *,
+    session: boto3.session.Session | None = None,
+    progress: Progress = no_progress,
+    probe_runner: Any | None = None,
+) -> Snapshot:
+    run = _start(options, session or _default_session(), progress)
+    run.probe_runner = probe_runner
+    identity = await run.call(check_identity, run.clients.sts)
+    run.aws.account, run.aws.caller_arn = identity.account, identity.arn
+    await _describe(run)
+    run.snapshot.orchestrator = options.orchestrator or (
+        run.aws.hyperpod.orchestrator if run.aws.hyperpod else None
+    )
+    async with anyio.create_task_group() as group:
+        for step in (_nodes_and_probes, _events, _security_groups, _cloudwatch, _orchestrator_side):
+            group.start_soon(step, run)
+    progress("collection complete", 1, 1)
+    return run.snapshot
+
+
+def _default_session() -> boto3.session.Session:
+    # boto3's module-level session: whatever a caller configured with boto3.setup_default_session().
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    return boto3.DEFAULT_SESSION
+
+
+def _start(options: DiagnoseOptions, session: boto3.session.Session, progress: Progress) -> CollectionRun:
+    end = datetime.now(UTC).replace(microsecond=0)
+    aws = AwsSnapshot()
+    snapshot = Snapshot(
+        collected_at=end.isoformat().replace("+00:00", "Z"),
+        region=options.region,
+        namespace=options.namespace,
+        job=options.job,
+        aws=aws,
+    )
+    return CollectionRun(
+        options=options,
+        clients=AwsClients.create(options.region, session),
+        session=session,
+        snapshot=snapshot,
+        aws=aws,
+        limiter=anyio.CapacityLimiter(options.concurrency),
+        progress=progress,
+        start=end - parse_window(options.since),
+        end=end,
+    )
+
+
+async def _describe(run: CollectionRun) -> None:
+    """DescribeCluster; a missing cluster raises (prerequisite), a denied one is recorded."""
+    try:
+        described = await run.call(
+            hyperpod.describe_cluster, run.clients.sagemaker, run.options.cluster, run.options.region
+        )
+    except (ClientError, BotoCoreError) as error:
+        run.record(issue_for("sagemaker:DescribeCluster", error))
+        return
+    run.aws.cluster = described
+    run.aws.hyperpod = hyperpod.parse_cluster(described)
+    run.progress(f"cluster {run.aws.hyperpod.name}: {run.aws.hyperpod.status}", 0, None)
+
+
+async def _nodes_and_probes(run: CollectionRun) -> None:
+    nodes, listing = await run.call(hyperpod.list_nodes, run.clients.sagemaker, run.cluster_ref, run.progress)
+    run.aws.nodes, run.aws.nodes_complete = nodes, listing.complete
+    run.record(listing.issue)
+    run.progress(f"sagemaker:ListClusterNodes: {len(nodes)} nodes", len(nodes), len(nodes))
+    await orchestrators.probe_sample(run, listing.items)
+
+
+async def _events(run: CollectionRun) -> None:
+    events, listing = await run.call(hyperpod.list_events, run.clients.sagemaker, run.cluster_ref, run.start)
+    run.aws.events, run.aws.events_complete = events, listing.complete
+    run.record(listing.issue)
+
+
+async def _security_groups(run: CollectionRun) -> None:
+    if run.aws.hyperpod is None:
+        run.record(
+            skipped(
+                "ec2:DescribeSecurityGroups", "the cluster's VpcConfig is unknown (DescribeCluster failed)"
+            )
+        )
+        return
+    groups, listing = await run.call(
+        security_groups.describe_security_groups, run.clients.ec2, run.aws.hyperpod
+    )
+    run.aws.security_groups = groups if listing.complete else None
+    run.record(listing.issue)
+
+
+def _log_groups(run: CollectionRun) -> list[tuple[str, bool]]:
+    """(name or prefix, required): the cluster's node logs, then EKS container logs when present."""
+    cluster = run.aws.hyperpod
+    if cluster is None:
+        # Without DescribeCluster the cluster id is unknown, but a name still narrows the prefix.
+        arn = run.options.cluster.startswith("arn:")
+        return [] if arn else [(f"/aws/sagemaker/Clusters/{run.options.cluster}/", True)]
+    groups = [(cloudwatch.log_group_name(cluster.name, cluster.cluster_id), True)]
+    if cluster.eks_cluster_arn:
+        eks = cluster.eks_cluster_arn.rsplit("/", 1)[-1]
+        groups.append((f"/aws/containerinsights/{eks}/application", False))
+    return groups
+
+
+async def _scan(run: CollectionRun, prefix: str, required: bool) -> CloudWatchScan | None:
+    group, issue = await run.call(cloudwatch.find_log_group, run.clients.logs, prefix)
+    if group is None:
+        if required or (issue and issue.kind != "not_found"):
+            run.record(issue)
+        window = {"window_start": _iso(run.start), "window_end": _iso(run.end)}
+        found = CloudWatchScan(log_group=prefix.rstrip("/"), found=False, complete=False, **window)
+        return found if required else None
+    run.progress(f"CloudWatch: querying {group}", 0, None)
+    scan, issues = await run.call(cloudwatch.scan_log_group, run.clients.logs, group, run.start, run.end)
+    run.record(*issues)
+    return scan
+
+
+async def _cloudwatch(run: CollectionRun) -> None:
+    groups = _log_groups(run)
+    if not groups:
+        run.record(skipped("logs:StartQuery", "the cluster id is unknown (DescribeCluster failed)"))
+        return
+    scans = [await _scan(run, prefix, required) for prefix, required in groups]
+    run.aws.cloudwatch = [scan for scan in scans if scan]
+
+
+async def _orchestrator_side(run: CollectionRun) -> None:
+    if run.snapshot.orchestrator == "eks":
+        await orchestrators.collect_eks(run)
+    elif run.snapshot.orchestrator == "slurm":
+        await orchestrators.collect_slurm(run)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def diagnose(snapshot: Snapshot) -> Report:
+    """Every analyzer over the snapshot; the same snapshot always gives the same report."""
+    skipped_inputs = [
+        SkippedInput(source=issue.source, reason=f"{issue.kind}: {issue.message}")
+        for issue in snapshot.collection_issues
+    ]
+    return Report.build("diagnose", run_analyzers(snapshot), skipped=skipped_inputs)
