@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hyperpod_nccl.analyze.cloudwatch import analyze_cloudwatch
+from hyperpod_nccl.analyze.cluster_events import analyze_cluster_events
+from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
+from hyperpod_nccl.analyze.collection import analyze_collection
 from hyperpod_nccl.analyze.cross_node import analyze_cross_node
 from hyperpod_nccl.analyze.node_efa import analyze_node_efa
 from hyperpod_nccl.analyze.node_fabric import analyze_node_fabric
@@ -15,6 +19,7 @@ from hyperpod_nccl.analyze.node_gpu import analyze_node_gpu
 from hyperpod_nccl.analyze.node_kernel import analyze_node_kernel
 from hyperpod_nccl.analyze.node_limits import analyze_node_limits
 from hyperpod_nccl.analyze.node_probe import analyze_node_probe
+from hyperpod_nccl.analyze.security_groups import analyze_security_groups
 from hyperpod_nccl.analyze.slurm_controller import analyze_slurm_controller
 from hyperpod_nccl.analyze.slurm_host import analyze_slurm_host
 from hyperpod_nccl.analyze.slurm_jobs import analyze_slurm_jobs
@@ -41,6 +46,11 @@ ANALYZERS: list[Analyzer] = [
     analyze_slurm_nodes,
     analyze_slurm_jobs,
     analyze_slurm_host,
+    analyze_cluster_status,
+    analyze_cluster_events,
+    analyze_security_groups,
+    analyze_cloudwatch,
+    analyze_collection,
 ]
 
 
