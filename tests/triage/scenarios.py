@@ -496,6 +496,28 @@ def nccl_cuda_oom_2_4_per_rank(root: Path) -> Planted:
     )
 
 
+def cudnn_not_initialized_2_2_per_rank(root: Path) -> Planted:
+    """Seed 004: cuDNN initialises lazily, so a full GPU shows up as CUDNN_STATUS_NOT_INITIALIZED."""
+    job = Job(slurm_hosts(2), torch="2.2", nccl="2.19.3", layout=Layout.PER_RANK)
+    culprit = 9
+
+    def lines(ls: LogSet) -> list[str]:
+        frames = (*TRAIN_FRAMES, ("/workspace/model/conv.py", 61, "forward", "return self.conv(x)"))
+        return python_traceback("", frames, "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_INITIALIZED")
+
+    return _rank_raises(
+        root,
+        job,
+        culprit,
+        lines,
+        -1,
+        "CUDNN_STATUS_NOT_INITIALIZED",
+        "gpu_oom",
+        "cudnn_not_initialized_2_2_per_rank",
+        "Rank 9's GPU was full when cuDNN initialised lazily.",
+    )
+
+
 # --- host_oom --------------------------------------------------------------------------------------
 
 
@@ -622,6 +644,47 @@ def _write_ais_target_log(storage: Path, start: datetime) -> None:
 
 
 # --- software ----------------------------------------------------------------------------------------
+
+
+def illegal_memory_access_xid31_current_torchrun(root: Path) -> Planted:
+    """An Xid in dmesg that is not a hardware fault: Xid 31 is the GPU page fault of a buggy kernel."""
+    job = Job(ec2_hosts(4), torch="2.6", nccl="2.26.2", ofi="1.14.2", layout=Layout.TORCHRUN)
+    culprit = 19
+    ls = LogSet(root, job)
+    stuck_at = _train(ls)
+    node = job.node_of(culprit)
+    ls.kernel(
+        node,
+        stuck_at + seconds(0.1),
+        f"NVRM: Xid (PCI:0000:{job.bus(culprit)}:00): 31, pid={job.pid(culprit)}, name=pt_main_thread, Ch "
+        "0000000a, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC2 GPCCLIENT_T1_7 faulted @ 0x2b57_b3000000. "
+        "Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE",
+    )
+    prefix = job.wording.python_prefix(culprit)
+    frames = (
+        *TRAIN_FRAMES,
+        ("/workspace/kernels/fused_rope.py", 77, "apply", "out = _rope_cuda.forward(q, k)"),
+    )
+    error = f"{job.wording.cuda_error_exception()}: CUDA error: an illegal memory access was encountered"
+    lines = [
+        *python_traceback(prefix, frames, error),
+        f"{prefix}Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/cuda-runtime-api/"
+        "group__CUDART__TYPES.html for more information.",
+        f"{prefix}Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    ]
+    ls.rank(
+        culprit, stuck_at + seconds(0.2), lines, Mark(DECISIVE, "an illegal memory access was encountered")
+    )
+    ls.flush()
+    _crash_then_timeout(ls, culprit, stuck_at + seconds(0.3), 1)
+    return ls.planted(
+        "illegal_memory_access_xid31_current_torchrun",
+        "software",
+        [culprit],
+        [node],
+        [DECISIVE],
+        "A custom CUDA kernel on rank 19 wrote out of bounds (Xid 31 page fault): a code bug, not the GPU.",
+    )
 
 
 def nccl_version_skew_2_4_torchrun(root: Path) -> Planted:
@@ -802,6 +865,52 @@ def tcp_fallback_current_kubectl(root: Path) -> Planted:
     )
 
 
+def memlock_too_small_2_4_torchrun(root: Path) -> Planted:
+    """One node's container runs with a small memlock limit: EFA cannot register NCCL's buffers."""
+    job = Job(ec2_hosts(4), torch="2.4", nccl="2.21.5", layout=Layout.TORCHRUN)
+    bad_node = 2
+    ls = LogSet(root, job)
+    write_kernel_noise(ls, range(len(job.hosts)))
+    started = write_startup(ls)
+    when = started + seconds(1)
+    for rank in job.ranks_on(bad_node):
+        host, pid, local = job.hosts[bad_node], job.pid(rank), job.local(rank)
+        nccl = job.nccl_on(bad_node)
+        prefix = job.wording.python_prefix(rank)
+        register = (
+            f"NET/OFI Unable to register memory (type = 2) for device {local}. RC: -12, Error: Cannot "
+            "allocate memory"
+        )
+        exc = (
+            "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+            f"ProcessGroupNCCL.cpp:2027, {nccl.error_string('system')}, NCCL version {nccl.version}"
+        )
+        lines = [
+            *nccl.warn(host, pid, local, when, "nccl_net_ofi_reg_mr:1164", register),
+            *python_traceback(prefix, TRAIN_FRAMES, exc),
+            f"{prefix}ncclSystemError: System call (e.g. socket, malloc) or external library call failed or "
+            "device error. ",
+            f"{prefix}Last error:",
+            f"{prefix}{register}",
+        ]
+        mark = Mark(DECISIVE, "Unable to register memory") if rank == job.ranks_on(bad_node)[0] else None
+        ls.rank(rank, when + seconds(local * 0.01), lines, mark)
+    ls.flush()
+    failed = set(job.ranks_on(bad_node))
+    write_launcher_exits(ls, when + seconds(2), dict.fromkeys(failed, 1), root_rank=min(failed))
+    # The other ranks wait in the very first collective for peers that never connect.
+    fired = _everyone_else_times_out(ls, started, failed, completed_steps=0)
+    write_launcher_exits(ls, fired + seconds(5), _aborts(job, set(range(job.world_size)) - failed))
+    return ls.planted(
+        "memlock_too_small_2_4_torchrun",
+        "config",
+        job.ranks_on(bad_node),
+        [bad_node],
+        [DECISIVE],
+        "The memlock limit on ip-10-1-0-12 was too small for EFA memory registration.",
+    )
+
+
 # --- rendezvous ---------------------------------------------------------------------------------------
 
 
@@ -852,11 +961,23 @@ def store_clients_missing_current_slurm(root: Path) -> Planted:
 
 def slurm_time_limit_2_4_per_rank(root: Path) -> Planted:
     job = Job(ec2_hosts(4), torch="2.4", nccl="2.21.5", layout=Layout.PER_RANK)
+    story = "The job hit its Slurm time limit in the middle of healthy training."
+    return _slurm_cancelled_everywhere(root, job, "TIME LIMIT", "slurm_time_limit_2_4_per_rank", story)
+
+
+def slurm_preempted_2_6_slurm(root: Path) -> Planted:
+    job = Job(slurm_hosts(4), torch="2.6", nccl="2.27.3", ofi="1.14.2", layout=Layout.SLURM_NODE)
+    story = "A higher-priority job preempted this one in the middle of healthy training."
+    return _slurm_cancelled_everywhere(root, job, "PREEMPTION", "slurm_preempted_2_6_slurm", story)
+
+
+def _slurm_cancelled_everywhere(root: Path, job: Job, reason: str, name: str, story: str) -> Planted:
+    """The scheduler ended a healthy job: no rank or node is the origin."""
     ls = LogSet(root, job)
     ended = _train(ls)
     for node in range(len(job.hosts)):
-        mark = Mark(DECISIVE, "DUE TO TIME LIMIT") if node == 0 else None
-        ls.agent(node, ended + seconds(node * 0.01), slurm_cancelled(job, node, ended, "TIME LIMIT"), mark)
+        mark = Mark(DECISIVE, f"DUE TO {reason}") if node == 0 else None
+        ls.agent(node, ended + seconds(node * 0.01), slurm_cancelled(job, node, ended, reason), mark)
     ls.srun(
         ended + seconds(0.5),
         [
@@ -867,14 +988,7 @@ def slurm_time_limit_2_4_per_rank(root: Path) -> Planted:
     )
     ls.flush()
     write_launcher_exits(ls, ended + seconds(33), _aborts(job, range(job.world_size), -15))
-    return ls.planted(
-        "slurm_time_limit_2_4_per_rank",
-        "infrastructure",
-        [],
-        [],
-        [DECISIVE],
-        "The job hit its Slurm time limit in the middle of healthy training.",
-    )
+    return ls.planted(name, "infrastructure", [], [], [DECISIVE], story)
 
 
 def slurm_node_failure_current(root: Path) -> Planted:
@@ -1032,16 +1146,20 @@ INCIDENTS: tuple[Callable[[Path], Planted], ...] = (
     cuda_oom_current_torchrun,
     cuda_oom_2_1_slurm,
     nccl_cuda_oom_2_4_per_rank,
+    cudnn_not_initialized_2_2_per_rank,
     host_oom_kernel_2_4_torchrun,
     host_oom_slurm_cgroup_2_3,
     storage_retries_exhausted_current_per_rank,
     nccl_version_skew_2_4_torchrun,
     python_exception_current_slurm,
+    illegal_memory_access_xid31_current_torchrun,
     port_in_use_2_2_slurm,
     dev_shm_bus_error_2_4_torchrun,
     tcp_fallback_current_kubectl,
+    memlock_too_small_2_4_torchrun,
     store_clients_missing_current_slurm,
     slurm_time_limit_2_4_per_rank,
+    slurm_preempted_2_6_slurm,
     slurm_node_failure_current,
     corrupt_shard_current_torchrun,
     silent_exit_2_3_slurm,
