@@ -47,6 +47,7 @@ printf 'instance_type: %s\n' "$(timeout -k 2 "$T" cat /sys/devices/virtual/dmi/i
 printf 'kernel: %s\n' "$(timeout -k 2 "$T" uname -r 2>/dev/null)"
 printf 'user: %s\n' "$(timeout -k 2 "$T" id -un 2>/dev/null)"
 printf 'uptime: %s\n' "$(timeout -k 2 "$T" cat /proc/uptime 2>/dev/null)"
+printf 'command_timeout_s: %s\n' "$T"
 
 section driver
 if [ -r /proc/driver/nvidia/version ]; then
