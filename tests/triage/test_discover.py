@@ -22,10 +22,14 @@ def test_a_directory_symlink_loop_is_walked_once_and_reported(tmp_path: Path) ->
     (tmp_path / "again").symlink_to(".")
     found = discover([tmp_path])
     assert [f.source for f in found.files] == ["a.log"]
-    assert [(s.source, s.reason) for s in found.skipped] == [("again", "symlink loop: directory already visited")]
+    assert [(s.source, s.reason) for s in found.skipped] == [
+        ("again", "symlink loop: directory already visited")
+    ]
 
 
-def test_dangling_and_looping_file_symlinks_empty_files_and_fifos_are_skipped_with_reasons(tmp_path: Path) -> None:
+def test_dangling_and_looping_file_symlinks_empty_files_and_fifos_are_skipped_with_reasons(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "dangling.log").symlink_to("/nonexistent/rank-3.log")
     (tmp_path / "loop-a.log").symlink_to("loop-b.log")
     (tmp_path / "loop-b.log").symlink_to("loop-a.log")

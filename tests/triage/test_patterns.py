@@ -30,15 +30,18 @@ def first_event(line: str) -> tuple[str, dict[str, str]] | None:
     ("line", "seq", "enqueued", "completed"),
     [
         (
-            "[rank7]:[E816 01:45:40.184373931 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 7] Exception "
-            "(either an error or timeout) detected by watchdog at work: 80078, last enqueued NCCL work: 80078, "
+            "[rank7]:[E816 01:45:40.184373931 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank 7] "
+            "Exception "
+            "(either an error or timeout) detected by watchdog at work: 80078, last enqueued NCCL work: "
+            "80078, "
             "last completed NCCL work: 80077.",
             "80078",
             "80078",
             "80077",
         ),
         (
-            "[rank0]:[E709 17:05:38.162814866 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) Rank 0]  "
+            "[rank0]:[E709 17:05:38.162814866 ProcessGroupNCCL.cpp:2271] [PG ID 0 PG GUID 0(default_pg) "
+            "Rank 0]  "
             "failure detected by watchdog at work sequence id: 20585 PG status: last enqueued work: 20589, "
             "last completed work: -1",
             "20585",
@@ -46,7 +49,8 @@ def first_event(line: str) -> tuple[str, dict[str, str]] | None:
             "-1",
         ),
         (
-            "(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 1] Timeout at NCCL work: "
+            "(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:1537] [PG 1 Rank 1] Timeout at "
+            "NCCL work: "
             "158046, last enqueued NCCL work: 158046, last completed NCCL work: 158045.",
             "158046",
             "158046",
@@ -55,7 +59,9 @@ def first_event(line: str) -> tuple[str, dict[str, str]] | None:
     ],
     ids=["2.4", "2.6", "2.3"],
 )
-def test_watchdog_status_is_parsed_in_every_generation(line: str, seq: str, enqueued: str, completed: str) -> None:
+def test_watchdog_status_is_parsed_in_every_generation(
+    line: str, seq: str, enqueued: str, completed: str
+) -> None:
     kind, fields = first_event(line) or ("", {})
     assert kind == "wd_status"
     assert (fields["seq"], fields["enqueued"], fields["completed"]) == (seq, enqueued, completed)
@@ -63,7 +69,8 @@ def test_watchdog_status_is_parsed_in_every_generation(line: str, seq: str, enqu
 
 def test_watchdog_timeout_without_numel_is_parsed_for_old_pytorch() -> None:
     line = (
-        "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, "
+        "[E ProcessGroupNCCL.cpp:737] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=469508, "
         "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out."
     )
     kind, fields = first_event(line) or ("", {})
@@ -73,18 +80,28 @@ def test_watchdog_timeout_without_numel_is_parsed_for_old_pytorch() -> None:
 
 def test_dump_signal_names_the_origin_across_the_double_space() -> None:
     line = (
-        "[rank6]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 6] Received "
-        "a dump signal due to a collective timeout from  rank 7 and we will try our best to dump the debug info. "
-        "Last enqueued NCCL work: 56116, last completed NCCL work: 56116.This is most likely caused by incorrect"
+        "[rank6]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank "
+        "6] Received "
+        "a dump signal due to a collective timeout from  rank 7 and we will try our best to dump the debug "
+        "info. "
+        "Last enqueued NCCL work: 56116, last completed NCCL work: 56116.This is most likely caused by "
+        "incorrect"
     )
     kind, fields = first_event(line) or ("", {})
-    assert (kind, fields["origin"], fields["enqueued"], fields["completed"]) == ("dump_received", "7", "56116", "56116")
+    assert (kind, fields["origin"], fields["enqueued"], fields["completed"]) == (
+        "dump_received",
+        "7",
+        "56116",
+        "56116",
+    )
 
 
 def test_cuda_oom_of_pytorch_2_1_keeps_its_figures_despite_the_capacty_typo() -> None:
     line = (
-        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.37 GiB. GPU 0 has a total capacty of "
-        "79.11 GiB of which 2.93 GiB is free. Including non-PyTorch memory, this process has 76.17 GiB memory in use. "
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.37 GiB. GPU 0 has a total "
+        "capacty of "
+        "79.11 GiB of which 2.93 GiB is free. Including non-PyTorch memory, this process has 76.17 GiB "
+        "memory in use. "
         "Of the allocated memory 68.61 GiB is allocated by PyTorch, and 5.63 GiB is reserved by PyTorch"
     )
     kind, fields = first_event(line) or ("", {})
@@ -96,24 +113,53 @@ def test_cuda_oom_of_pytorch_2_1_keeps_its_figures_despite_the_capacty_typo() ->
 @pytest.mark.parametrize(
     ("line", "kind"),
     [
-        ("[6781741.548779] NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
-         "xid"),
+        (
+            "[6781741.548779] NVRM: Xid (PCI:0000:91:00): 79, pid='<unknown>', name=<unknown>, GPU has "
+            "fallen off the bus.",
+            "xid",
+        ),
         ("include/alloc.h:316 NCCL WARN Cuda failure 'out of memory'", "nccl_cuda_oom"),
-        ("[2026-01-01 12:08:32] h:1:2 [0] bootstrap.cc:77 (bootstrapRecv) NCCL WARN Message truncated : received 172 "
-         "bytes instead of 64", "msg_truncated"),
-        ("slurmstepd: error: *** STEP 557341.0 ON c4-n12 CANCELLED AT 2025-03-11T13:26:25 DUE TO PREEMPTION ***",
-         "slurm_cancel"),
-        ("[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:6000 (errno: 98 - Address already in "
-         "use).", "addr_in_use"),
-        ("h:1:2 [0] NCCL INFO NET/OFI Selected provider is tcp, fabric is 172.31.32.0/20 (found 1 nics)",
-         "tcp_fallback"),
-        ("misc/ibvwrap.cc:153 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory", "memreg"),
-        ("slurmstepd: error: Detected 1 oom_kill event in StepId=45791123.batch. Some of the step tasks have been OOM "
-         "Killed.", "oom_killed"),
-        ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
-         "shm_exhausted"),
-        ("torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 7/8 clients joined.",
-         "rendezvous"),
+        (
+            "[2026-01-01 12:08:32] h:1:2 [0] bootstrap.cc:77 (bootstrapRecv) NCCL WARN Message truncated : "
+            "received 172 "
+            "bytes instead of 64",
+            "msg_truncated",
+        ),
+        (
+            "slurmstepd: error: *** STEP 557341.0 ON c4-n12 CANCELLED AT 2025-03-11T13:26:25 DUE TO "
+            "PREEMPTION ***",
+            "slurm_cancel",
+        ),
+        (
+            "[W socket.cpp:426] [c10d] The server socket has failed to bind to [::]:6000 (errno: 98 - "
+            "Address already in "
+            "use).",
+            "addr_in_use",
+        ),
+        (
+            "h:1:2 [0] NCCL INFO NET/OFI Selected provider is tcp, fabric is 172.31.32.0/20 (found 1 nics)",
+            "tcp_fallback",
+        ),
+        (
+            "misc/ibvwrap.cc:153 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory",
+            "memreg",
+        ),
+        (
+            "slurmstepd: error: Detected 1 oom_kill event in StepId=45791123.batch. Some of the step tasks "
+            "have been OOM "
+            "Killed.",
+            "oom_killed",
+        ),
+        (
+            "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient "
+            "shared memory (shm).",
+            "shm_exhausted",
+        ),
+        (
+            "torch.distributed.DistStoreError: Timed out after 1801 seconds waiting for clients. 7/8 "
+            "clients joined.",
+            "rendezvous",
+        ),
         ("srun: error: curie-gpu003: task 1: Out Of Memory", "srun_task"),
     ],
 )
@@ -123,7 +169,8 @@ def test_fatal_lines_are_named(line: str, kind: str) -> None:
 
 def test_a_watchdog_warning_about_corrupted_data_is_not_corrupt_training_data() -> None:
     line = (
-        "[rank1]:[E1218 20:27:21.484959605 ProcessGroupNCCL.cpp:681] [Rank 1] Some NCCL operations have failed or "
+        "[rank1]:[E1218 20:27:21.484959605 ProcessGroupNCCL.cpp:681] [Rank 1] Some NCCL operations have "
+        "failed or "
         "timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
         "corrupted/incomplete data."
     )
@@ -132,8 +179,10 @@ def test_a_watchdog_warning_about_corrupted_data_is_not_corrupt_training_data() 
 
 def test_a_recovered_reset_is_a_reset_and_an_exhausted_retry_is_not() -> None:
     recovered = (
-        "WARNING:urllib3.connectionpool:Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None))"
-        " after connection broken by 'ProtocolError('Connection aborted.', ConnectionResetError(104, 'Connection "
+        "WARNING:urllib3.connectionpool:Retrying (Retry(total=4, connect=None, read=None, redirect=None, "
+        "status=None))"
+        " after connection broken by 'ProtocolError('Connection aborted.', ConnectionResetError(104, "
+        "'Connection "
         "reset by peer'))': /v1/objects/shard-1.tar"
     )
     assert (first_event(recovered) or ("",))[0] == "connection_reset"
@@ -142,7 +191,8 @@ def test_a_recovered_reset_is_a_reset_and_an_exhausted_retry_is_not() -> None:
 
 def test_world_communicator_line_gives_rank_world_and_gpu_bus() -> None:
     line = (
-        "x3203c0s25b1n0:322638:323016 [0] NCCL INFO comm 0x55df01b24dd0 rank 24 nranks 32 cudaDev 0 nvmlDev 0 "
+        "x3203c0s25b1n0:322638:323016 [0] NCCL INFO comm 0x55df01b24dd0 rank 24 nranks 32 cudaDev 0 "
+        "nvmlDev 0 "
         "busId 7000 commId 0x2114bc51af4fb978 - Init COMPLETE"
     )
     message = strip(line).message
