@@ -4,7 +4,10 @@ and 24.11 (state spellings, `scontrol` fields, pending reasons, controller failu
 from __future__ import annotations
 
 from hyperpod_nccl.models import BlastRadius, Priority, Status
-from tests.slurm.helpers import commands, findings, only, recorded_report, recorded_snapshot
+from hyperpod_nccl.slurm.probe import snapshot_from_output
+from hyperpod_nccl.slurm.service import slurm_report
+from hyperpod_nccl.snapshot import Snapshot
+from tests.slurm.helpers import RECORDED, commands, findings, only, recorded_report, recorded_snapshot
 
 REPLACE = 'scontrol update node={} state=fail reason="Action:Replace"'
 
@@ -132,3 +135,40 @@ def test_controller_down_is_p0_and_munge_failure_is_reported() -> None:
     assert "ip-10-3-0-4" in down.title and "is DOWN" in down.evidence[0].text
     assert only(report, "slurm.controller.munge").priority == Priority.P0
     assert not findings(report, "slurm.job.not_found")
+
+
+def test_sinfo_reason_lines_back_each_node_finding() -> None:
+    down = only(recorded_report("slurm-22.05.txt"), "slurm.node.down")
+    sinfo = [e.text for e in down.evidence if e.source == "sinfo -R"]
+    assert sinfo == ["Not responding       slurm     2024-05-01T10:02:11 ip-10-1-1-14"]
+
+
+def _with_section(name: str, section: str, body: str) -> str:
+    text = (RECORDED / name).read_text(encoding="utf-8")
+    start = text.index(f"section {section} =====")
+    start = text.index("\n", start) + 1
+    end = text.index("##### exit", start)
+    return text[:start] + body + text[text.index("\n", end) + 1 :]
+
+
+def test_nodes_come_from_sinfo_when_scontrol_show_node_fails() -> None:
+    output = _with_section(
+        "slurm-22.05.txt",
+        "nodes",
+        "slurm_load_node error: Socket timed out on send/recv operation\n##### exit 1\n",
+    )
+    slurm = snapshot_from_output(output, job_id="4242", source="replay")
+    assert {n.name: n.reason for n in slurm.nodes}["ip-10-1-1-14"] == "Not responding"
+    report = slurm_report(Snapshot(collected_at="2026-01-01T00:00:00Z", orchestrator="slurm", slurm=slurm))
+    assert only(report, "slurm.node.gres_mismatch").nodes == ["ip-10-1-1-12"]
+    assert "nodes" in slurm.command_errors
+
+
+def test_an_unreadable_batch_script_is_said_not_silently_passed() -> None:
+    output = _with_section(
+        "slurm-22.05.txt", "batch_script", "Access/permission denied for job 4242\n##### exit 1\n"
+    )
+    slurm = snapshot_from_output(output, job_id="4242", source="replay")
+    report = slurm_report(Snapshot(collected_at="2026-01-01T00:00:00Z", orchestrator="slurm", slurm=slurm))
+    unreadable = only(report, "slurm.batch_script.unreadable")
+    assert "permission denied" in unreadable.evidence[0].text

@@ -181,6 +181,18 @@ def _job_not_found(slurm: SlurmSnapshot) -> Finding:
     )
 
 
+def _script_unreadable(slurm: SlurmSnapshot) -> Finding:
+    job_id = slurm.job_id or ""
+    return Finding(
+        id="slurm.batch_script.unreadable",
+        status=Status.INFO,
+        title=f"Job {job_id}: the batch script could not be read, so auto-resume rules were not checked",
+        detail="`scontrol write batch_script` needs the job's owner, root or SlurmUser.",
+        evidence=[Evidence(source="scontrol write batch_script", text=slurm.command_errors["batch_script"])],
+        suggested_commands=[remediation.read_batch_script(job_id)],
+    )
+
+
 def analyze_slurm_jobs(snapshot: Snapshot) -> list[Finding]:
     slurm = snapshot.slurm
     if slurm is None:
@@ -196,6 +208,8 @@ def analyze_slurm_jobs(snapshot: Snapshot) -> list[Finding]:
         findings += [f for f in checks if f] or [_status_line(job)]
     if slurm.job_id and slurm.job is None and slurm.controller.reachable:
         findings.append(_job_not_found(slurm))
+    if slurm.job_id and slurm.job and not slurm.batch_script and "batch_script" in slurm.command_errors:
+        findings.append(_script_unreadable(slurm))
     if slurm.job_id and slurm.batch_script:
         exclusive = slurm.job.exclusive if slurm.job else None
         findings += [_script_finding(slurm.job_id, i) for i in script_issues(slurm.batch_script, exclusive)]

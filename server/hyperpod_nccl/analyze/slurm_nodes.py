@@ -12,6 +12,7 @@ from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.slurm import SlurmNode
 
 _MAX_PER_NODE_COMMANDS = 5
+_MAX_EVIDENCE_NODES = 10  # keeps an MCP answer small when hundreds of nodes share one reason
 # Conditions that stop the node taking any work: down, failed or not answering block training
 # that needs it; a drain is a deliberate hold that still lets running jobs finish.
 _PRIORITY = {"down": Priority.P0, "fail": Priority.P0, "failing": Priority.P0, "not responding": Priority.P0}
@@ -61,7 +62,9 @@ def _detail(condition: str, reason: str, sample: SlurmNode) -> str:
     return text
 
 
-def _group_finding(condition: str, reason: str, nodes: list[SlurmNode]) -> Finding:
+def _group_finding(
+    condition: str, reason: str, nodes: list[SlurmNode], reason_lines: dict[str, str]
+) -> Finding:
     gres = bool(GRES_MISMATCH.search(reason))
     return Finding(
         id="slurm.node.gres_mismatch" if gres else f"slurm.node.{condition.replace(' ', '_')}",
@@ -72,12 +75,23 @@ def _group_finding(condition: str, reason: str, nodes: list[SlurmNode]) -> Findi
         detail=_detail(condition, reason, nodes[0]),
         nodes=[n.name for n in nodes],
         instance_ids=[n.instance_id for n in nodes if n.instance_id],
-        evidence=[
-            Evidence(source="scontrol show node", text=n.line, node=n.name, instance_id=n.instance_id)
-            for n in nodes
-        ],
+        evidence=_evidence(nodes, reason_lines),
         suggested_commands=_suggestions(condition, reason, [n.name for n in nodes]),
     )
+
+
+def _evidence(nodes: list[SlurmNode], reason_lines: dict[str, str]) -> list[Evidence]:
+    """The first nodes' `scontrol show node` fields and `sinfo -R` lines; the node list names all."""
+    evidence = []
+    for node in nodes[:_MAX_EVIDENCE_NODES]:
+        evidence.append(
+            Evidence(
+                source="scontrol show node", text=node.line, node=node.name, instance_id=node.instance_id
+            )
+        )
+        if node.name in reason_lines:
+            evidence.append(Evidence(source="sinfo -R", text=reason_lines[node.name], node=node.name))
+    return evidence
 
 
 def _summary(nodes: list[SlurmNode], unusable: int) -> Finding:
@@ -98,6 +112,9 @@ def analyze_slurm_nodes(snapshot: Snapshot) -> list[Finding]:
     for node in slurm.nodes:
         if _is_unusable(node) or (node.reason and GRES_MISMATCH.search(node.reason)):
             groups[(_condition(node), node.reason or "")].append(node)
-    findings = [_group_finding(condition, reason, nodes) for (condition, reason), nodes in groups.items()]
+    findings = [
+        _group_finding(condition, reason, nodes, slurm.reason_lines)
+        for (condition, reason), nodes in groups.items()
+    ]
     unusable = sum(len(nodes) for nodes in groups.values())
     return [*findings, _summary(slurm.nodes, unusable)]

@@ -150,12 +150,45 @@ def parse_sinfo(body: str) -> dict[str, str]:
     return states
 
 
+def parse_sinfo_reasons(body: str) -> dict[str, str]:
+    """`sinfo -R` default columns; the node list is the last column, the reason may be cut at 20."""
+    lines: dict[str, str] = {}
+    for line in body.splitlines()[1:] if body.startswith("REASON") else []:
+        fields = line.split()
+        for name in expand_hostlist(fields[-1] if fields else ""):
+            lines.setdefault(name, line.rstrip())
+    return lines
+
+
+def _node_from_sinfo(line: str) -> SlurmNode | None:
+    parts = line.split("|", 4)
+    if len(parts) != 5 or not parts[0].strip():
+        return None
+    name, partition, compact, _, reason = (p.strip() for p in parts)
+    state = parse_state(compact)
+    return SlurmNode(
+        name=name,
+        state=compact,
+        compact_state=compact,
+        base=state.base,
+        flags=sorted(state.flags),
+        reason=_none_if_null(reason),
+        partitions=[partition.rstrip("*")],
+        line=line.strip(),
+    )
+
+
 def parse_nodes(nodes_body: str, sinfo_body: str = "") -> list[SlurmNode]:
     compact = parse_sinfo(sinfo_body)
     parsed = [
         parse_node_line(line, compact) for line in nodes_body.splitlines() if line.startswith("NodeName=")
     ]
-    return [node for node in parsed if node is not None]
+    nodes = [node for node in parsed if node is not None]
+    if nodes:
+        return nodes
+    # `scontrol show node` failed or timed out: sinfo still names every node, state and reason.
+    fallback = [_node_from_sinfo(line) for line in sinfo_body.splitlines()]
+    return list({node.name: node for node in fallback if node is not None}.values())
 
 
 def job_reason(text: str | None) -> str | None:

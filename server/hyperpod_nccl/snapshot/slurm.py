@@ -89,6 +89,9 @@ class SlurmSnapshot(_Model):
     version: str | None = None
     controller: SlurmController = Field(default_factory=SlurmController)
     nodes: list[SlurmNode] = Field(default_factory=list)
+    reason_lines: dict[str, str] = Field(
+        default_factory=dict, description="Node → its `sinfo -R` line (REASON USER TIMESTAMP NODELIST)."
+    )
     jobs: list[SlurmJob] = Field(default_factory=list)
     job_id: str | None = Field(default=None, description="The job the user asked about.")
     job: SlurmJob | None = Field(default=None, description="`scontrol show job -d` of that job.")
