@@ -1,0 +1,81 @@
+"""The streaming line reader: bounded memory, exact line numbers, damage read through."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from hyperpod_nccl.triage.lines import (
+    CHUNK_BYTES,
+    HEAD_LINES,
+    MAX_LINE_BYTES,
+    BinaryInput,
+    ReadReport,
+    select_lines,
+)
+
+
+def find_word(word: bytes):
+    def find(block: bytes) -> list[int]:
+        hits, position = [], block.find(word)
+        while position >= 0:
+            hits.append(position)
+            position = block.find(word, position + 1)
+        return hits
+
+    return find
+
+
+def read(data: bytes, word: bytes = b"Watchdog") -> tuple[list[tuple[int, str]], ReadReport]:
+    report = ReadReport()
+    selected = list(select_lines(io.BytesIO(data), find_word(word), report))
+    return selected, report
+
+
+def filler(count: int) -> bytes:
+    return b"".join(b"step=%d loss=2.0\n" % i for i in range(count))
+
+
+def test_only_the_head_and_lines_with_a_hit_are_yielded_with_1_based_numbers() -> None:
+    data = filler(HEAD_LINES + 10) + b"[Rank 3] Watchdog caught collective operation timeout\n" + filler(5)
+    selected, report = read(data)
+    assert [number for number, _ in selected] == [*range(1, HEAD_LINES + 1), HEAD_LINES + 11]
+    assert selected[-1][1] == "[Rank 3] Watchdog caught collective operation timeout"
+    assert report.lines == HEAD_LINES + 16
+
+
+def test_crlf_is_stripped_and_invalid_utf8_is_replaced_not_fatal() -> None:
+    data = filler(HEAD_LINES) + b"bad \xff\xfe bytes Watchdog\r\n"
+    selected, _ = read(data)
+    assert selected[-1] == (HEAD_LINES + 1, "bad \ufffd\ufffd bytes Watchdog")
+
+
+def test_a_line_across_a_chunk_boundary_is_read_whole_with_its_number() -> None:
+    head = filler(HEAD_LINES)
+    padding = b"x" * (CHUNK_BYTES - len(head) - 10) + b"\n"
+    data = head + padding + b"[Rank 7] Watchdog caught\n"
+    selected, _ = read(data)
+    assert selected[-1] == (HEAD_LINES + 2, "[Rank 7] Watchdog caught")
+
+
+def test_an_overlong_line_is_truncated_and_the_lines_after_it_keep_their_numbers() -> None:
+    huge = b"Watchdog" + b"y" * (3 * CHUNK_BYTES) + b"\n"
+    data = filler(HEAD_LINES) + huge + b"after Watchdog\n"
+    selected, report = read(data)
+    numbers = {number: text for number, text in selected}
+    assert len(numbers[HEAD_LINES + 1]) <= MAX_LINE_BYTES
+    assert numbers[HEAD_LINES + 2] == "after Watchdog"
+    assert report.truncated and report.truncated[0][0] == HEAD_LINES + 1
+    assert report.truncated[0][1] > 2 * CHUNK_BYTES
+
+
+def test_a_file_without_a_final_newline_still_yields_its_last_line() -> None:
+    selected, report = read(filler(HEAD_LINES) + b"last Watchdog")
+    assert selected[-1] == (HEAD_LINES + 1, "last Watchdog")
+    assert report.lines == HEAD_LINES + 1
+
+
+def test_nul_bytes_at_the_start_mean_a_binary_file() -> None:
+    with pytest.raises(BinaryInput):
+        read(b"\x7fELF\x00\x00\x00 Watchdog\n")
