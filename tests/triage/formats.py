@@ -181,6 +181,13 @@ class TorchWording:
             "entire process down."
         )
 
+    def async_error(self, rank: int, when: datetime, work: Work, what: str) -> str:
+        """§1.9: the collective failed with an NCCL error instead of timing out."""
+        return (
+            f"{self._pg_cpp(rank, 'E', when, 'state')}[Rank {rank}] Collective {self.work(work)} raised the "
+            f"following async exception: {what}"
+        )
+
     def watchdog_terminated(self, rank: int, when: datetime, what: str) -> list[str]:
         """§1.8, then what the C++ runtime prints on std::terminate."""
         if self.at_least_2_3:

@@ -514,6 +514,19 @@ def write_watchdog_fired(
     ls.rank(rank, when, lines, mark)
 
 
+def write_async_failure(ls: LogSet, rank: int, when: datetime, work: Work, what: str) -> None:
+    """A rank whose collective failed with an NCCL error (a peer vanished) rather than a timeout."""
+    w = ls.job.wording
+    lines = [
+        w.async_error(rank, when, work, what),
+        w.some_ops_failed(rank, when),
+        w.taking_down(rank, when),
+        *w.watchdog_terminated(rank, when, what),
+    ]
+    fatal = w.terminating(rank, when + seconds(1))
+    ls.rank(rank, when, [*lines, *([fatal] if fatal else [])])
+
+
 def write_notified(
     ls: LogSet,
     rank: int,

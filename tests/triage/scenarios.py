@@ -33,6 +33,7 @@ from tests.triage.loggen import (
     slurm_cancelled,
     stuck_work,
     urllib3_retry,
+    write_async_failure,
     write_collective_timeout,
     write_kernel_noise,
     write_launcher_exits,
@@ -553,6 +554,60 @@ def _host_oom_kernel(root: Path, job: Job, culprit: int, name: str) -> Planted:
         f"The kernel OOM killer killed rank {culprit} (pid {pid}) for host memory; it exited with SIGKILL."
     )
     return ls.planted(name, "host_oom", [culprit], [node], [DECISIVE], story)
+
+
+def host_oom_then_network_looking_errors_current_slurm(root: Path) -> Planted:
+    """The OOM killer takes rank 10; seconds later every other rank reports 'remote process exited or
+    there was a network error' and its peers' sockets close. The network errors are the aftermath."""
+    job = Job(
+        slurm_hosts(4),
+        torch="2.6",
+        nccl="2.27.3",
+        ofi="1.14.2",
+        layout=Layout.SLURM_NODE,
+        kernel_log=KernelLog.JOURNAL,
+    )
+    culprit = 10
+    ls = LogSet(root, job)
+    stuck_at = _train(ls)
+    node, pid = job.node_of(culprit), job.pid(culprit)
+    ls.kernel(
+        node,
+        stuck_at + seconds(0.1),
+        f"Out of memory: Killed process {pid} (pt_main_thread) "
+        "total-vm:2062598656kB, anon-rss:1995614208kB, file-rss:1126400kB, shmem-rss:524288kB, UID:0 "
+        "pgtables:3981312kB oom_score_adj:0",
+        Mark(DECISIVE, f"Killed process {pid}"),
+    )
+    ls.srun(stuck_at + seconds(0.3), f"srun: error: {job.hosts[node]}: task {culprit}: Killed")
+    work = stuck_work(job, STEPS)
+    nccl = job.nccl_on(0)
+    what = f"NCCL error: {nccl.error_string('remote')}, NCCL version {nccl.version}"
+    for rank in range(job.world_size):
+        if rank == culprit:
+            continue
+        when = stuck_at + seconds(4 + rank * 0.01)
+        peer_host = job.hosts[node]
+        closed = f"socketProgress: Connection closed by remote peer {peer_host}<{41_000 + rank}>"
+        ls.rank(
+            rank,
+            when,
+            job.nccl_on(job.node_of(rank)).warn(
+                job.host_of(rank), job.pid(rank), job.local(rank), when, "misc/socket.cc:50", closed
+            ),
+        )
+        write_async_failure(ls, rank, when + seconds(0.2), work, what)
+    ls.flush()
+    exits = _aborts(job, set(range(job.world_size)) - {culprit})
+    write_launcher_exits(ls, stuck_at + seconds(8), exits)
+    return ls.planted(
+        "host_oom_then_network_looking_errors_current_slurm",
+        "host_oom",
+        [culprit],
+        [node],
+        [DECISIVE],
+        "Rank 10 was OOM-killed; the 'network error' on the others came after.",
+    )
 
 
 def host_oom_slurm_cgroup_2_3(root: Path) -> Planted:
@@ -1148,6 +1203,7 @@ INCIDENTS: tuple[Callable[[Path], Planted], ...] = (
     nccl_cuda_oom_2_4_per_rank,
     cudnn_not_initialized_2_2_per_rank,
     host_oom_kernel_2_4_torchrun,
+    host_oom_then_network_looking_errors_current_slurm,
     host_oom_slurm_cgroup_2_3,
     storage_retries_exhausted_current_per_rank,
     nccl_version_skew_2_4_torchrun,
