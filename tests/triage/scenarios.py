@@ -8,7 +8,7 @@ PyTorch wording generation (2.1 … current), the NCCL release and the file layo
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -104,69 +104,77 @@ def _crash_then_timeout(ls: LogSet, culprit: int, stuck_at: datetime, exit_code:
 
 
 def _straggler(
-    root: Path, job: Job, straggler: int, name: str, *, steps: int = STEPS, rank0_ahead: bool = False
+    root: Path,
+    job: Job,
+    stragglers: Sequence[int],
+    name: str,
+    *,
+    steps: int = STEPS,
+    rank0_ahead: bool = False,
 ) -> Planted:
-    """One rank stuck outside NCCL (enqueued == completed) while all others wait inside."""
+    """Ranks stuck outside NCCL (enqueued == completed) while all others wait inside."""
     ls = LogSet(root, job)
     stuck_at = _train(ls, steps)
     base = steps * COLLECTIVES_PER_STEP
     op, numel = ("BROADCAST", 131_072_000) if rank0_ahead else ("ALLREDUCE", GRAD_NUMEL)
     stuck = Work(base + 1, op, numel, numel, job.timeout_ms)
-    waiting = {r: stuck for r in range(job.world_size) if r != straggler}
+    waiting = {r: stuck for r in range(job.world_size) if r not in stragglers}
     completed = {r: base for r in waiting}
     enqueued = {r: stuck.seq for r in waiting}
-    if rank0_ahead and straggler != 0:
+    if rank0_ahead and 0 not in stragglers:
         # The broadcast root finished its send and is already waiting in the next all-reduce.
         waiting[0] = Work(base + 2, "ALLREDUCE", GRAD_NUMEL, GRAD_NUMEL, job.timeout_ms)
         completed[0], enqueued[0] = base + 1, base + 2
     issued = stuck_at + seconds(0.3)
     fired = write_collective_timeout(ls, issued, waiting, completed, enqueued)
     first = first_to_fire(waiting)
-    write_notified(
-        ls,
-        straggler,
-        fired + seconds(1.7),
-        first,
-        base,
-        base,
-        Mark(DECISIVE, f"Last enqueued NCCL work: {base}, last completed NCCL work: {base}.", 1),
-    )
+    state = f"Last enqueued NCCL work: {base}, last completed NCCL work: {base}."
+    keys = [f"{DECISIVE} rank {rank}" for rank in stragglers]
+    for rank, key in zip(stragglers, keys, strict=True):
+        write_notified(ls, rank, fired + seconds(1.7), first, base, base, Mark(key, state, 1))
     ls.flush()
-    write_launcher_exits(
-        ls, fired + seconds(6), {**_aborts(job, set(waiting)), straggler: -15}, root_rank=first
-    )
+    exits = {**_aborts(job, set(waiting)), **_aborts(job, set(stragglers), -15)}
+    write_launcher_exits(ls, fired + seconds(6), exits, root_rank=first)
+    who = ", ".join(map(str, stragglers))
     story = (
-        f"Rank {straggler} stalled in data loading after step {steps}: its enqueued == completed == {base}, "
-        "it only observed the dump signal, every other rank timed out inside the collective."
+        f"Rank(s) {who} stalled in data loading after step {steps}: enqueued == completed == {base}, "
+        "they only observed the dump signal, every other rank timed out inside the collective."
     )
-    planted = ls.planted(name, "data_loading_stall", [straggler], [job.node_of(straggler)], [DECISIVE], story)
+    nodes = {job.node_of(rank) for rank in stragglers}
+    planted = ls.planted(name, "data_loading_stall", stragglers, nodes, keys, story)
     return replace(planted, collective_issued_at=issued)
 
 
 def straggler_current_slurm(root: Path) -> Planted:
     job = Job(slurm_hosts(8), torch="2.6", nccl="2.27.3", ofi="1.14.2", layout=Layout.SLURM_NODE)
-    return _straggler(root, job, 43, "straggler_current_slurm")
+    return _straggler(root, job, (43,), "straggler_current_slurm")
 
 
 def straggler_2_4_per_rank(root: Path) -> Planted:
     job = Job(ec2_hosts(4), torch="2.4", nccl="2.20.5", layout=Layout.PER_RANK)
-    return _straggler(root, job, 17, "straggler_2_4_per_rank")
+    return _straggler(root, job, (17,), "straggler_2_4_per_rank")
 
 
 def straggler_2_3_torchrun_broadcast_root_ahead(root: Path) -> Planted:
     job = Job(ec2_hosts(4), torch="2.3", nccl="2.20.5", layout=Layout.TORCHRUN, timeout_ms=600_000)
-    return _straggler(root, job, 26, "straggler_2_3_torchrun_broadcast_root_ahead", rank0_ahead=True)
+    return _straggler(root, job, (26,), "straggler_2_3_torchrun_broadcast_root_ahead", rank0_ahead=True)
 
 
 def straggler_2_5_kubectl_gzipped(root: Path) -> Planted:
     job = Job(ec2_hosts(6), torch="2.5", nccl="2.21.5", layout=Layout.KUBECTL, gzip_nodes=frozenset({0, 4}))
-    return _straggler(root, job, 35, "straggler_2_5_kubectl_gzipped")
+    return _straggler(root, job, (35,), "straggler_2_5_kubectl_gzipped")
+
+
+def two_stragglers_on_two_nodes_current_per_rank(root: Path) -> Planted:
+    """Every outlier must be named: two ranks on different nodes never entered the collective."""
+    job = Job(ec2_hosts(6), torch="2.6", nccl="2.26.2", ofi="1.14.2", layout=Layout.PER_RANK)
+    return _straggler(root, job, (12, 45), "two_stragglers_on_two_nodes_current_per_rank")
 
 
 def straggler_at_scale(root: Path, nodes: int = 128, steps: int = 12) -> Planted:
     """1,024 ranks by default: the report must stay small and still name the one straggler."""
     job = Job(slurm_hosts(nodes), torch="2.6", nccl="2.26.2", ofi="1.14.2", layout=Layout.SLURM_NODE)
-    return _straggler(root, job, 777 % job.world_size, "straggler_at_scale", steps=steps)
+    return _straggler(root, job, (777 % job.world_size,), "straggler_at_scale", steps=steps)
 
 
 # --- collective_mismatch -----------------------------------------------------------------------
@@ -1192,6 +1200,7 @@ INCIDENTS: tuple[Callable[[Path], Planted], ...] = (
     straggler_2_4_per_rank,
     straggler_2_3_torchrun_broadcast_root_ahead,
     straggler_2_5_kubectl_gzipped,
+    two_stragglers_on_two_nodes_current_per_rank,
     mismatch_optype_2_1_slurm,
     mismatch_numel_current_kubectl,
     efa_unresponsive_current_slurm,
@@ -1236,7 +1245,7 @@ def training_hang_example(root: Path) -> Planted:
         job_id=51877,
         gzip_nodes=frozenset({1, 3, 5, 7}),
     )
-    return _straggler(root, job, 43, "training_hang_example", steps=150)
+    return _straggler(root, job, (43,), "training_hang_example", steps=150)
 
 
 # --- the same incidents across wordings and layouts ----------------------------------------------------
@@ -1271,7 +1280,7 @@ def variant_job(torch: str, layout: Layout, kernel_log: KernelLog = KernelLog.DM
 
 def straggler_variant(root: Path, torch: str, layout: Layout, straggler: int) -> Planted:
     job = variant_job(torch, layout)
-    return _straggler(root, job, straggler, f"straggler[{torch},{layout}]", steps=40)
+    return _straggler(root, job, (straggler,), f"straggler[{torch},{layout}]", steps=40)
 
 
 def cuda_oom_variant(root: Path, torch: str, layout: Layout, culprit: int) -> Planted:
