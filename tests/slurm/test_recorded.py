@@ -144,7 +144,10 @@ def test_sinfo_reason_lines_back_each_node_finding() -> None:
 
 
 def _with_section(name: str, section: str, body: str) -> str:
-    text = (RECORDED / name).read_text(encoding="utf-8")
+    return _replace_section((RECORDED / name).read_text(encoding="utf-8"), section, body)
+
+
+def _replace_section(text: str, section: str, body: str) -> str:
     start = text.index(f"section {section} =====")
     start = text.index("\n", start) + 1
     end = text.index("##### exit", start)
@@ -172,3 +175,18 @@ def test_an_unreadable_batch_script_is_said_not_silently_passed() -> None:
     report = slurm_report(Snapshot(collected_at="2026-01-01T00:00:00Z", orchestrator="slurm", slurm=slurm))
     unreadable = only(report, "slurm.batch_script.unreadable")
     assert "permission denied" in unreadable.evidence[0].text
+
+
+def test_a_job_slurmctld_forgot_is_read_from_sacct() -> None:
+    output = _with_section(
+        "slurm-22.05.txt", "job", "slurm_load_jobs error: Invalid job id specified\n##### exit 1\n"
+    )
+    sacct = "4242|llama-70b-pretrain|NODE_FAIL|0:0|05:10:00|2-00:00:00|ip-10-1-1-[12,14]|None\n"
+    sacct += "4242.batch|batch|CANCELLED|0:15|05:10:00||ip-10-1-1-12|\n##### exit 0\n"
+    output = _replace_section(output, "sacct", sacct)
+    slurm = snapshot_from_output(output, job_id="4242", source="replay")
+    report = slurm_report(Snapshot(collected_at="2026-01-01T00:00:00Z", orchestrator="slurm", slurm=slurm))
+    node_fail = only(report, "slurm.job.node_fail")
+    assert node_fail.evidence[0].source == "sacct" and node_fail.nodes == ["ip-10-1-1-12", "ip-10-1-1-14"]
+    assert node_fail.reference == "debugging-guide.md § 16"
+    assert not findings(report, "slurm.job.not_found")

@@ -37,7 +37,7 @@ _SCRIPT_CHECKS = {
 def _evidence(job: SlurmJob) -> Evidence:
     reason, nodes = job.reason or "None", job.node_list or ""
     text = f"JobId={job.job_id} JobState={job.state} Reason={reason} NodeList={nodes}"
-    return Evidence(source="scontrol show job" if job.exclusive is not None else "squeue", text=text)
+    return Evidence(source=job.source, text=text)
 
 
 def _job_finding(job: SlurmJob, **fields: object) -> Finding:

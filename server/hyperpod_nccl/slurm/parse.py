@@ -235,6 +235,7 @@ def parse_job(body: str) -> SlurmJob | None:
     restarts = fields.get("Restarts", "")
     return SlurmJob(
         job_id=fields["JobId"].split()[0],
+        source="scontrol show job",
         name=_none_if_null(fields.get("JobName")),
         user=_none_if_null(fields.get("UserId", "").split("(")[0]),
         state=fields.get("JobState", "UNKNOWN").split()[0],
@@ -252,6 +253,31 @@ def parse_job(body: str) -> SlurmJob | None:
         exit_code=fields.get("ExitCode"),
         command=_none_if_null(fields.get("Command")),
     )
+
+
+def parse_sacct(body: str) -> SlurmJob | None:
+    """The job's own line of `sacct -P -n -o JobID,JobName,State,ExitCode,Elapsed,Timelimit,NodeList,Reason`:
+    what is left of a job once slurmctld has forgotten it (after MinJobAge)."""
+    for line in body.splitlines():
+        parts = line.split("|")
+        if len(parts) != 8 or "." in parts[0] or not parts[0].strip():
+            continue
+        job_id, name, state, exit_code, elapsed, limit, nodes, reason = (p.strip() for p in parts)
+        return SlurmJob(
+            job_id=job_id,
+            source="sacct",
+            name=_none_if_null(name),
+            state=state,
+            reason=job_reason(reason),
+            node_list=_none_if_null(nodes),
+            nodes=expand_hostlist(nodes),
+            time_limit=limit,
+            elapsed=elapsed,
+            time_limit_s=duration_seconds(limit),
+            elapsed_s=duration_seconds(elapsed),
+            exit_code=exit_code,
+        )
+    return None
 
 
 def parse_config(body: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ from hyperpod_nccl.slurm.parse import (
     parse_munge,
     parse_nodes,
     parse_ping,
+    parse_sacct,
     parse_sinfo_reasons,
     parse_squeue,
     parse_version,
@@ -76,7 +77,7 @@ def snapshot_from_output(
         reason_lines=parse_sinfo_reasons(body("sinfo_reasons")),
         jobs=parse_squeue(body("squeue")),
         job_id=job_id,
-        job=parse_job(body("job")) if job_id else None,
+        job=(parse_job(body("job")) or parse_sacct(body("sacct"))) if job_id else None,
         batch_script=batch.body + "\n"
         if batch is not None and not batch.failed and batch.body.strip()
         else None,

@@ -53,6 +53,7 @@ class SlurmNode(_Model):
 
 class SlurmJob(_Model):
     job_id: str
+    source: Literal["squeue", "scontrol show job", "sacct"] = "squeue"
     name: str | None = None
     user: str | None = None
     state: str
