@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.triage.formats import Work, comm_pointer
@@ -1271,11 +1271,28 @@ HOST_NAMINGS = (
 )
 
 
+# The c10 prefix prints the month unpadded and no year (`E116 00:30:08`, `E1206 …`): start the variants
+# in January just before midnight (the watchdog fires the next day), in December and in March.
+START_TIMES = (
+    datetime(2026, 1, 16, 23, 59, 30, tzinfo=UTC),
+    datetime(2025, 12, 6, 8, 15, 0, tzinfo=UTC),
+    datetime(2026, 3, 2, 10, 0, 0, tzinfo=UTC),
+)
+
+
 def variant_job(torch: str, layout: Layout, kernel_log: KernelLog = KernelLog.DMESG) -> Job:
-    """Two nodes of eight GPUs; the naming scheme of the hosts changes with the generation."""
-    naming = HOST_NAMINGS[sorted(NCCL_OF_TORCH).index(torch) % len(HOST_NAMINGS)]
-    hosts = (naming(0), naming(1))
-    return Job(hosts, torch=torch, nccl=NCCL_OF_TORCH[torch], layout=layout, kernel_log=kernel_log)
+    """Two nodes of eight GPUs; host naming and start date change with the generation and layout."""
+    generation = sorted(NCCL_OF_TORCH).index(torch)
+    naming = HOST_NAMINGS[generation % len(HOST_NAMINGS)]
+    start = START_TIMES[(generation + list(Layout).index(layout)) % len(START_TIMES)]
+    return Job(
+        (naming(0), naming(1)),
+        torch=torch,
+        nccl=NCCL_OF_TORCH[torch],
+        layout=layout,
+        kernel_log=kernel_log,
+        start=start,
+    )
 
 
 def straggler_variant(root: Path, torch: str, layout: Layout, straggler: int) -> Planted:

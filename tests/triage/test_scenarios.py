@@ -21,6 +21,7 @@ import pytest
 
 from hyperpod_nccl.models import Category, Priority, Report, Status
 from tests.triage import scenarios
+from tests.triage.formats import TorchWording
 from tests.triage.loggen import Layout, Planted
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,6 +88,17 @@ def cited_evidence(report: Report, log_dir: Path) -> dict[tuple[str, int], str]:
         for e in finding.evidence
         if e.line is not None
     }
+
+
+def assert_collective_dated(report: Report, planted: Planted) -> None:
+    """Some timeline event dates the stuck collective: watchdog time minus the timeout, to the second."""
+    assert planted.collective_issued_at is not None
+    times = [datetime.fromisoformat(e.time.replace("Z", "+00:00")) for e in report.timeline if e.time]
+    closest = min((abs(t - planted.collective_issued_at) for t in times), default=None)
+    assert closest is not None and closest <= timedelta(seconds=2), (
+        f"{planted.name}: nothing near {planted.collective_issued_at} in "
+        f"{[(e.time, e.event) for e in report.timeline]}"
+    )
 
 
 def assert_diagnosed(report: Report, planted: Planted) -> None:
@@ -163,7 +175,10 @@ def test_incident_is_found_whatever_the_wording_layout_and_culprit(
     tmp_path: Path, name: str, make: Callable[[Path], Planted]
 ) -> None:
     planted = make(tmp_path)
-    assert_diagnosed(triage_planted(planted), planted)
+    report = triage_planted(planted)
+    assert_diagnosed(report, planted)
+    if planted.collective_issued_at and TorchWording(planted.torch).timestamped:
+        assert_collective_dated(report, planted)
 
 
 def test_healthy_run_full_of_noise_has_no_root_cause_and_no_blocking_issue(
@@ -179,11 +194,7 @@ def test_timeline_dates_the_stuck_collective_as_watchdog_time_minus_timeout(
     corpus: dict[str, Planted],
 ) -> None:
     planted = corpus["straggler_current_slurm"]
-    assert planted.collective_issued_at is not None
-    report = triage_planted(planted)
-    times = [datetime.fromisoformat(e.time.replace("Z", "+00:00")) for e in report.timeline if e.time]
-    closest = min((abs(t - planted.collective_issued_at) for t in times), default=None)
-    assert closest is not None and closest <= timedelta(seconds=2), [e.model_dump() for e in report.timeline]
+    assert_collective_dated(triage_planted(planted), planted)
 
 
 def test_recovered_connection_resets_are_called_noise_not_a_cause(corpus: dict[str, Planted]) -> None:
