@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from hyperpod_nccl import __version__
 from hyperpod_nccl.bundle.cli import add_bundle_arguments, run_bundle
 from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare_command
+from hyperpod_nccl.diagnose_cli import add_diagnose_arguments, run_diagnose
 from hyperpod_nccl.models import Report
 from hyperpod_nccl.probes.cli import add_probe_arguments, run_probe
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
@@ -108,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Command]] = [
     ("serve", "run the MCP server (stdio by default)", _add_serve_arguments, _serve),
     ("references", "list reference sections, or print one", _add_references_arguments, _references),
+    (
+        "diagnose",
+        "diagnose a HyperPod cluster live (--cluster, --region) or from a saved bundle (--bundle)",
+        add_diagnose_arguments,
+        run_diagnose,
+    ),
     (
         "triage",
         "triage worker logs of every rank: who hung, who waited, and why (exit 1 when issues are found)",

@@ -23,7 +23,7 @@ from hyperpod_nccl.models import Report, SkippedInput
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.aws import AwsSnapshot, CloudWatchScan
 
-__all__ = ["DiagnoseOptions", "collect_snapshot", "collect_snapshot_async", "diagnose"]
+__all__ = ["DiagnoseOptions", "collect_snapshot", "collect_snapshot_async", "diagnose", "parse_window"]
 
 
 def collect_snapshot(
@@ -106,7 +106,9 @@ async def _describe(run: CollectionRun) -> None:
 
 
 async def _nodes_and_probes(run: CollectionRun) -> None:
-    nodes, listing = await run.call(hyperpod.list_nodes, run.clients.sagemaker, run.cluster_ref, run.progress)
+    nodes, listing = await run.call(
+        hyperpod.list_nodes, run.clients.sagemaker, run.cluster_ref, progress=run.progress
+    )
     run.aws.nodes, run.aws.nodes_complete = nodes, listing.complete
     run.record(listing.issue)
     run.progress(f"sagemaker:ListClusterNodes: {len(nodes)} nodes", len(nodes), len(nodes))

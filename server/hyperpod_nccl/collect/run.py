@@ -71,8 +71,9 @@ class CollectionRun:
         """What to pass as ClusterName: the described name, else what the user gave (name or ARN)."""
         return self.aws.hyperpod.name if self.aws.hyperpod else self.options.cluster
 
-    async def call(self, function: Callable[..., Any], *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(lambda: function(*args), limiter=self.limiter)
+    async def call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a blocking AWS call in a worker thread, at most `concurrency` at once."""
+        return await anyio.to_thread.run_sync(lambda: function(*args, **kwargs), limiter=self.limiter)
 
     def record(self, *issues: CollectionIssue | None) -> None:
         self.snapshot.collection_issues.extend(issue for issue in issues if issue)

@@ -1,0 +1,142 @@
+"""`hyperpod-nccl diagnose (--cluster NAME|ARN --region R [...] | --bundle DIR)`.
+
+Exit status: 0 no P0/P1 issue, 1 issues found or a fatal prerequisite (credentials, the cluster)
+missing, 2 unusable arguments or bundle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import TypeAdapter, ValidationError
+
+from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.guard.validate import ClusterName, InstanceId, JobName, Namespace, Region
+from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot
+
+EXIT_FATAL = 1
+
+
+def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--cluster", metavar="NAME|ARN", help="HyperPod cluster name or ARN (live)")
+    source.add_argument("--bundle", metavar="DIR", type=Path, help="replay a saved snapshot, no network")
+    parser.add_argument("--region", help="AWS region (default: $AWS_DEFAULT_REGION)")
+    parser.add_argument("--namespace", metavar="NS", help="scope the Kubernetes checks to a namespace")
+    parser.add_argument("--job", metavar="JOB", help="scope to a job (PyTorchJob / Job name, Slurm job id)")
+    parser.add_argument("--orchestrator", choices=("eks", "slurm"), help="override the auto-detected one")
+    parser.add_argument("--node", metavar="INSTANCE_ID", help="probe only this node")
+    parser.add_argument(
+        "--sample-nodes", type=int, default=3, metavar="N", help="nodes to probe (0-50, default 3)"
+    )
+    parser.add_argument("--since", default="2h", help="CloudWatch and events window, e.g. 30m, 2h, 1d")
+    parser.add_argument("--save-bundle", metavar="DIR", type=Path, help="also write the snapshot to DIR")
+    parser.add_argument(
+        "--kubeconfig", metavar="PATH", help="kubeconfig instead of the EKS cluster's own access"
+    )
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context")
+    parser.add_argument("--concurrency", type=int, default=4, help="AWS calls in flight (default 4)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def _checked(kind: Any, value: str | None) -> str | None:
+    from hyperpod_nccl.cli import UsageError
+
+    if value is None:
+        return None
+    try:
+        return TypeAdapter(kind).validate_python(value)
+    except ValidationError as error:
+        raise UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from hyperpod_nccl.cli import UsageError
+    from hyperpod_nccl.diagnose import DiagnoseOptions, parse_window
+
+    region = args.region or os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")
+    if not region:
+        raise UsageError("a region is required: pass --region or set AWS_DEFAULT_REGION")
+    try:
+        parse_window(args.since)
+        return DiagnoseOptions(
+            cluster=_checked(ClusterName, args.cluster),
+            region=_checked(Region, region),
+            namespace=_checked(Namespace, args.namespace),
+            job=_checked(JobName, args.job),
+            orchestrator=args.orchestrator,
+            node=_checked(InstanceId, args.node),
+            sample_nodes=args.sample_nodes,
+            since=args.since,
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            concurrency=args.concurrency,
+        )
+    except (ValueError, ValidationError) as error:
+        raise UsageError(str(error).splitlines()[-1].strip()) from None
+
+
+class TtyProgress:
+    """One progress line, rewritten in place, on a terminal; silent anywhere else."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.enabled = bool(getattr(stream, "isatty", lambda: False)())
+
+    def __call__(self, message: str, done: int, total: int | None) -> None:
+        if self.enabled:
+            count = f" ({done}/{total})" if total else ""
+            self.stream.write(f"\r\033[K{message[:100]}{count}")
+            self.stream.flush()
+
+    def clear(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def _collect(args: argparse.Namespace) -> Snapshot | None:
+    from hyperpod_nccl.collect.aws import AwsPrerequisiteError
+    from hyperpod_nccl.diagnose import collect_snapshot
+
+    options = _options(args)
+    progress = TtyProgress(sys.stderr)
+    try:
+        snapshot = collect_snapshot(options, progress=progress)
+    except AwsPrerequisiteError as error:
+        progress.clear()
+        print(f"hyperpod-nccl: {error}", file=sys.stderr)
+        return None
+    progress.clear()
+    # Secrets are masked before the snapshot is written or analyzed, so a replay sees the same data.
+    snapshot = redact_model(snapshot)
+    if args.save_bundle:
+        path = snapshot.save(args.save_bundle)
+        print(f"hyperpod-nccl: snapshot saved to {path}", file=sys.stderr)
+    return snapshot
+
+
+def _load(directory: Path) -> Snapshot:
+    from hyperpod_nccl.cli import UsageError
+
+    path = directory / SNAPSHOT_FILE
+    if not path.is_file():
+        raise UsageError(f"{directory} is not a bundle: {SNAPSHOT_FILE} not found in it")
+    try:
+        return Snapshot.load(directory)
+    except ValidationError as error:
+        raise UsageError(f"{path} is not a valid snapshot: {error.errors()[0]['msg']}") from None
+
+
+def run_diagnose(args: argparse.Namespace) -> int:
+    from hyperpod_nccl.cli import emit_report
+    from hyperpod_nccl.diagnose import diagnose
+
+    snapshot = _load(args.bundle) if args.bundle else _collect(args)
+    if snapshot is None:
+        return EXIT_FATAL
+    return emit_report(diagnose(snapshot), args.json)
