@@ -70,6 +70,8 @@ class Job:
     nccl_by_node: tuple[tuple[int, str], ...] = ()  # version skew: (node, NCCL version) overrides
     provider_by_node: tuple[tuple[int, str], ...] = ()  # aws-ofi-nccl provider overrides (e.g. tcp)
     step_seconds: float = 0.45
+    nccl_debug: str = "INFO"  # "WARN": no INFO chatter, only the bare version line and warnings
+    kubectl_timestamps: bool = False  # `kubectl logs --timestamps`: RFC 3339 time before every line
 
     @property
     def world_size(self) -> int:
@@ -230,10 +232,17 @@ class LogSet:
 
     # --- emitting ---------------------------------------------------------------------------
     def rank(self, rank: int, when: datetime, lines: str | Sequence[str], mark: Marks = None) -> None:
-        self._queue(when, self.rank_file(rank), self._launcher_prefix(rank), lines, mark)
+        prefix = self._container_time(when) + self._launcher_prefix(rank)
+        self._queue(when, self.rank_file(rank), prefix, lines, mark)
 
     def agent(self, node: int, when: datetime, lines: str | Sequence[str], mark: Marks = None) -> None:
-        self._queue(when, self.agent_file(node), "", lines, mark)
+        self._queue(when, self.agent_file(node), self._container_time(when), lines, mark)
+
+    def _container_time(self, when: datetime) -> str:
+        """The container runtime's receive time, nanoseconds and `Z`, that `--timestamps` prepends."""
+        if self.job.layout is Layout.KUBECTL and self.job.kubectl_timestamps:
+            return f"{when:%Y-%m-%dT%H:%M:%S.%f}{when.second * 7 % 1000:03d}Z "
+        return ""
 
     def srun(self, when: datetime, lines: str | Sequence[str], mark: Marks = None) -> None:
         self._queue(when, self.srun_file(), "", lines, mark)
@@ -388,6 +397,8 @@ def _nccl_init_lines(job: Job, rank: int) -> list[str]:
     provider = job.provider_on(node)
     fabric = "efa" if provider == "efa" else f"172.31.{node}.0/20"
     nics = 32 if provider == "efa" else 1
+    if job.nccl_debug == "WARN":
+        return [f"NCCL version {nccl.version}+cuda12.4"]
     lines = [
         nccl.bootstrap(host, pid, local, job.address(node)),
         nccl.version_line(host, pid, local),

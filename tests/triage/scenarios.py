@@ -165,6 +165,20 @@ def straggler_2_5_kubectl_gzipped(root: Path) -> Planted:
     return _straggler(root, job, (35,), "straggler_2_5_kubectl_gzipped")
 
 
+def straggler_nccl_debug_warn_current_slurm(root: Path) -> Planted:
+    """NCCL_DEBUG=WARN, as most production jobs run: no NCCL INFO lines to map ranks to hosts."""
+    job = Job(
+        slurm_hosts(4), torch="2.6", nccl="2.27.3", ofi="1.14.2", layout=Layout.SLURM_NODE, nccl_debug="WARN"
+    )
+    return _straggler(root, job, (21,), "straggler_nccl_debug_warn_current_slurm")
+
+
+def straggler_kubectl_timestamps_2_4(root: Path) -> Planted:
+    """`kubectl logs --timestamps` dumps: an RFC 3339 time before the torchrun prefix of every line."""
+    job = Job(ec2_hosts(4), torch="2.4", nccl="2.21.5", layout=Layout.KUBECTL, kubectl_timestamps=True)
+    return _straggler(root, job, (30,), "straggler_kubectl_timestamps_2_4")
+
+
 def two_stragglers_on_two_nodes_current_per_rank(root: Path) -> Planted:
     """Every outlier must be named: two ranks on different nodes never entered the collective."""
     job = Job(ec2_hosts(6), torch="2.6", nccl="2.26.2", ofi="1.14.2", layout=Layout.PER_RANK)
@@ -1201,6 +1215,8 @@ INCIDENTS: tuple[Callable[[Path], Planted], ...] = (
     straggler_2_3_torchrun_broadcast_root_ahead,
     straggler_2_5_kubectl_gzipped,
     two_stragglers_on_two_nodes_current_per_rank,
+    straggler_nccl_debug_warn_current_slurm,
+    straggler_kubectl_timestamps_2_4,
     mismatch_optype_2_1_slurm,
     mismatch_numel_current_kubectl,
     efa_unresponsive_current_slurm,
