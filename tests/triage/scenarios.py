@@ -18,6 +18,7 @@ from tests.triage.loggen import (
     COLLECTIVES_PER_STEP,
     GRAD_NUMEL,
     LOADER_FRAMES,
+    P5_GPU_BUSES,
     TRAIN_FRAMES,
     Job,
     KernelLog,
@@ -111,9 +112,15 @@ def _straggler(
     *,
     steps: int = STEPS,
     rank0_ahead: bool = False,
+    before: Callable[[LogSet], None] | None = None,
 ) -> Planted:
-    """Ranks stuck outside NCCL (enqueued == completed) while all others wait inside."""
+    """Ranks stuck outside NCCL (enqueued == completed) while all others wait inside.
+
+    `before` writes unrelated history (e.g. an old kernel message) ahead of the job.
+    """
     ls = LogSet(root, job)
+    if before:
+        before(ls)
     stuck_at = _train(ls, steps)
     base = steps * COLLECTIVES_PER_STEP
     op, numel = ("BROADCAST", 131_072_000) if rank0_ahead else ("ALLREDUCE", GRAD_NUMEL)
@@ -177,6 +184,22 @@ def straggler_kubectl_timestamps_2_4(root: Path) -> Planted:
     """`kubectl logs --timestamps` dumps: an RFC 3339 time before the torchrun prefix of every line."""
     job = Job(ec2_hosts(4), torch="2.4", nccl="2.21.5", layout=Layout.KUBECTL, kubectl_timestamps=True)
     return _straggler(root, job, (30,), "straggler_kubectl_timestamps_2_4")
+
+
+def straggler_with_stale_xid_in_dmesg_current_slurm(root: Path) -> Planted:
+    """dmesg keeps history: an Xid 31 from a previous job, hours before this one started, is not the cause."""
+    job = Job(slurm_hosts(4), torch="2.6", nccl="2.27.3", ofi="1.14.2", layout=Layout.SLURM_NODE)
+
+    def stale_xid(ls: LogSet) -> None:
+        ls.kernel(
+            1,
+            job.start - timedelta(hours=3),
+            f"NVRM: Xid (PCI:0000:{P5_GPU_BUSES[4]}:00): 31, pid=18822, name=python, Ch 0000000a, intr "
+            "00000000. MMU Fault: ENGINE GRAPHICS GPC2 GPCCLIENT_T1_7 faulted @ 0x7f3a_c4000000. Fault is "
+            "of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+        )
+
+    return _straggler(root, job, (29,), "straggler_with_stale_xid_in_dmesg_current_slurm", before=stale_xid)
 
 
 def two_stragglers_on_two_nodes_current_per_rank(root: Path) -> Planted:
@@ -538,6 +561,49 @@ def cudnn_not_initialized_2_2_per_rank(root: Path) -> Planted:
         "gpu_oom",
         "cudnn_not_initialized_2_2_per_rank",
         "Rank 9's GPU was full when cuDNN initialised lazily.",
+    )
+
+
+def cuda_oom_then_late_host_oom_kill_2_4_slurm(root: Path) -> Planted:
+    """Two fatal errors: rank 6's CUDA OOM comes first; the OOM killer takes rank 27 only while the job
+    is already dying (its checkpoint-on-failure handler loads the model to host memory)."""
+    job = Job(
+        slurm_hosts(4), torch="2.4", nccl="2.21.5", layout=Layout.SLURM_NODE, kernel_log=KernelLog.JOURNAL
+    )
+    first, late = 6, 27
+    ls = LogSet(root, job)
+    stuck_at = _train(ls)
+    w = job.wording
+    oom = w.cuda_oom(6, "2.00 GiB", "79.11 GiB", "1.12 GiB", "77.98 GiB", "74.40 GiB", "2.03 GiB")
+    ls.rank(
+        first,
+        stuck_at + seconds(0.2),
+        python_traceback(w.python_prefix(first), TRAIN_FRAMES, oom),
+        Mark(DECISIVE, "CUDA out of memory. Tried to allocate 2.00 GiB"),
+    )
+    ls.srun(
+        stuck_at + seconds(0.4), f"srun: error: {job.host_of(first)}: task {first}: Exited with exit code 1"
+    )
+    ls.flush()
+    fired = _everyone_else_times_out(ls, stuck_at, {first})
+    pid = job.pid(late)
+    ls.kernel(
+        job.node_of(late),
+        fired + seconds(3),
+        f"Out of memory: Killed process {pid} (pt_main_thread) "
+        "total-vm:2062598656kB, anon-rss:1995614208kB, file-rss:1126400kB, shmem-rss:524288kB, UID:0 "
+        "pgtables:3981312kB oom_score_adj:0",
+    )
+    exits = {**_aborts(job, set(range(job.world_size)) - {first, late}), late: -9}
+    write_launcher_exits(ls, fired + seconds(5), exits)
+    return ls.planted(
+        "cuda_oom_then_late_host_oom_kill_2_4_slurm",
+        "gpu_oom",
+        [first],
+        [job.node_of(first)],
+        [DECISIVE],
+        "Rank 6 ran out of GPU memory first; the host OOM kill of rank 27 came "
+        "30 minutes later, during the teardown.",
     )
 
 
@@ -1215,6 +1281,7 @@ INCIDENTS: tuple[Callable[[Path], Planted], ...] = (
     straggler_2_3_torchrun_broadcast_root_ahead,
     straggler_2_5_kubectl_gzipped,
     two_stragglers_on_two_nodes_current_per_rank,
+    straggler_with_stale_xid_in_dmesg_current_slurm,
     straggler_nccl_debug_warn_current_slurm,
     straggler_kubectl_timestamps_2_4,
     mismatch_optype_2_1_slurm,
@@ -1227,6 +1294,7 @@ INCIDENTS: tuple[Callable[[Path], Planted], ...] = (
     cuda_oom_2_1_slurm,
     nccl_cuda_oom_2_4_per_rank,
     cudnn_not_initialized_2_2_per_rank,
+    cuda_oom_then_late_host_oom_kill_2_4_slurm,
     host_oom_kernel_2_4_torchrun,
     host_oom_then_network_looking_errors_current_slurm,
     host_oom_slurm_cgroup_2_3,
