@@ -74,6 +74,18 @@ def _everyone_else_times_out(
     return write_collective_timeout(ls, stuck_at + seconds(0.3), waiting, done)
 
 
+def _sockets_close_as_peers_abort(ls: LogSet, when: datetime, ranks: Sequence[int]) -> None:
+    """Once the first processes abort, their peers' NCCL sockets see the other end close: aftermath."""
+    job = ls.job
+    for rank in ranks:
+        peer = (rank + job.ranks_per_node) % job.world_size
+        closed = f"socketProgress: Connection closed by remote peer {job.host_of(peer)}<{41_000 + peer}>"
+        warn = job.nccl_on(job.node_of(rank)).warn(
+            job.host_of(rank), job.pid(rank), job.local(rank), when, "misc/socket.cc:50", closed
+        )
+        ls.rank(rank, when + seconds(rank * 0.001), warn)
+
+
 def _aborts(job: Job, ranks: set[int] | range, code: int = -6) -> dict[int, int]:
     return dict.fromkeys(ranks, code)
 
@@ -139,6 +151,7 @@ def _straggler(
     keys = [f"{DECISIVE} rank {rank}" for rank in stragglers]
     for rank, key in zip(stragglers, keys, strict=True):
         write_notified(ls, rank, fired + seconds(1.7), first, base, base, Mark(key, state, 1))
+    _sockets_close_as_peers_abort(ls, fired + seconds(2.5), sorted(waiting)[:: max(1, len(waiting) // 6)])
     ls.flush()
     exits = {**_aborts(job, set(waiting)), **_aborts(job, set(stragglers), -15)}
     write_launcher_exits(ls, fired + seconds(6), exits, root_rank=first)
