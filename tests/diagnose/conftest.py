@@ -3,9 +3,10 @@ whose missing-in-moto calls are answered by a Stubber."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import boto3
 import pytest
@@ -46,21 +47,39 @@ class Stubs:
         return OneCallStub(self.session, service, operation)
 
 
-def planted_stubs(session: boto3.session.Session, world: World) -> Stubs:
-    """The planted cluster's events and Insights rows, answered for `session`'s clients."""
-    events = OneCallStub(session, "sagemaker", "ListClusterEvents").respond({"Events": cluster_events(world)})
-    insights = OneCallStub(session, "logs", "GetQueryResults").respond(
-        {"status": "Complete", "results": insights_rows()}
+def planted_stubs(
+    session: boto3.session.Session,
+    world: World,
+    *,
+    events: Callable[[OneCallStub, World], object] | None = None,
+    insights: dict[str, Any] | None = None,
+) -> Stubs:
+    """The planted cluster's events and Insights rows, answered for `session`'s clients.
+
+    `events` queues other ListClusterEvents answers (pages, errors); `insights` replaces the
+    GetQueryResults answer."""
+    events_stub = OneCallStub(session, "sagemaker", "ListClusterEvents")
+    if events is None:
+        events_stub.respond({"Events": cluster_events(world)})
+    else:
+        events(events_stub, world)
+    insights_stub = OneCallStub(session, "logs", "GetQueryResults").respond(
+        insights or {"status": "Complete", "results": insights_rows()}
     )
-    return Stubs(session, events, insights)
+    return Stubs(session, events_stub, insights_stub)
 
 
 @pytest.fixture
-def stubs(endpoint: MotoServer, world: World, monkeypatch: pytest.MonkeyPatch) -> Stubs:
-    """On boto3's default session, which is what the CLI uses."""
+def default_session(endpoint: MotoServer, monkeypatch: pytest.MonkeyPatch) -> boto3.session.Session:
+    """boto3's default session, which is what the CLI uses; a fresh one per test."""
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
     boto3.setup_default_session()
-    return planted_stubs(boto3.DEFAULT_SESSION, world)
+    return boto3.DEFAULT_SESSION
+
+
+@pytest.fixture
+def stubs(default_session: boto3.session.Session, world: World) -> Stubs:
+    return planted_stubs(default_session, world)
 
 
 @contextmanager

@@ -10,9 +10,9 @@ What it plants, and what the report must say about it:
 - cluster events (ListClusterEvents, which moto lacks, answered by a Stubber): the failed node's
   health-check Error and routine Info events.
 
-moto stores a cluster's request fields except Orchestrator and NodeRecovery, and names nodes
-`<group>-<n>`; `plant_cluster` fills those in on moto's own objects so DescribeCluster and
-ListClusterNodes answer as the service does.
+moto stores a cluster's request fields except Orchestrator and NodeRecovery, names nodes
+`<group>-<n>`, and cannot page nodes past the first 100; `plant_cluster` fills those in on moto's
+own objects so DescribeCluster and ListClusterNodes answer as the service does.
 """
 
 from __future__ import annotations
@@ -119,6 +119,8 @@ def _fill_in_moto(name: str, extra: dict[str, Any], statuses: dict[int, tuple[st
     for index, node in enumerate(cluster.nodes.values()):
         node.instance_id = f"i-0f3a9c1d2b4e{index:05x}" if index > 4 else f"i-0f3a9c1d2b4e5f6{index:02d}"
         node.status, message = statuses.get(index, ("Running", ""))
+        # moto pages by each object's `arn`, which its ClusterNode lacks: without one, page 2 never comes.
+        node.arn = f"{extra['ClusterArn']}/node/{node.instance_id}"
         node.summary = _summary_with_message(node.summary, message)
         renamed[node.instance_id] = node
     cluster.nodes = renamed

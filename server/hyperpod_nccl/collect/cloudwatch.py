@@ -190,9 +190,11 @@ def scan_log_group(
     try:
         scan.streams, scan.method = run_insights(logs, group, start, end), "insights"
         return scan, issues
-    except (ClientError, BotoCoreError, QueryDidNotComplete) as error:
-        action = "logs:GetQueryResults" if isinstance(error, QueryDidNotComplete) else "logs:StartQuery"
-        issues.append(issue_for(action, error, what="Logs Insights query; fell back to FilterLogEvents"))
+    except QueryDidNotComplete as error:
+        message = f"{error}; searched with FilterLogEvents instead"
+        issues.append(CollectionIssue(source="logs:GetQueryResults", kind="skipped", message=message))
+    except (ClientError, BotoCoreError) as error:
+        issues.append(issue_for("logs:StartQuery", error, what="Logs Insights query; used FilterLogEvents"))
     try:
         (scan.streams, scan.complete), scan.method = run_filter(logs, group, start, end), "filter"
     except (ClientError, BotoCoreError) as error:
