@@ -165,3 +165,33 @@ def test_probe_nodes_tool_answers_with_node_status_and_issues_only(
     assert len(result.model_dump_json()) < 8000
     with pytest.raises(ToolError, match="no-such-cluster"):
         anyio.run(lambda: probe_nodes("no-such-cluster", "us-west-2"))
+
+
+def test_diagnose_with_the_replay_runner_reports_each_planted_node_fault(
+    hyperpod_cluster: MotoServer,
+) -> None:
+    from hyperpod_nccl.diagnose import DiagnoseOptions, collect_snapshot, diagnose
+    from hyperpod_nccl.probes.runners.replay import ReplayRunner
+
+    planted = {
+        "worker-group-1-1": (
+            with_section(healthy(), "kernel_log", recorded("kernel_log-xid79.txt")),
+            "node.gpu.xid_79",
+        ),
+        "worker-group-1-2": (
+            with_section(healthy(), "limits", recorded("limits-memlock-64k.txt")),
+            "node.limits.memlock",
+        ),
+        "worker-group-1-3": (
+            with_section(healthy(), "mtu", recorded("mtu-1500.txt")),
+            "cross.net.mtu_mismatch",
+        ),
+    }
+    recordings = {"worker-group-1-0": healthy()} | {node: output for node, (output, _) in planted.items()}
+    options = DiagnoseOptions(cluster="ml-cluster-1", region="us-west-2", sample_nodes=4)
+    report = diagnose(collect_snapshot(options, probe_runner=ReplayRunner(recordings)))
+    for node, (_, finding_id) in planted.items():
+        found = [f for f in report.findings if f.id == finding_id]
+        assert found and found[0].instance_ids == [node], f"{finding_id} on {node}: {found}"
+        assert found[0].status == "FAIL" and found[0].priority in ("P0", "P1") and found[0].reference
+    assert report.blocking
