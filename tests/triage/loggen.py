@@ -587,19 +587,28 @@ def first_to_fire(ranks: Iterable[int]) -> int:
 
 
 def write_launcher_exits(
-    ls: LogSet, when: datetime, exitcodes: dict[int, int], *, root_rank: int | None = None
+    ls: LogSet,
+    when: datetime,
+    exitcodes: dict[int, int],
+    *,
+    root_rank: int | None = None,
+    root_marks: Marks = None,
 ) -> None:
-    """How each launcher reports its workers dying (exit code < 0 is a signal, torchrun-style)."""
+    """How each launcher reports its workers dying (exit code < 0 is a signal, torchrun-style).
+
+    `root_marks` mark lines of torchrun's report on `root_rank`'s node.
+    """
     if ls.job.layout in (Layout.SLURM_NODE, Layout.PER_RANK):
         _srun_exits(ls, when, exitcodes)
     else:
-        _torchrun_exits(ls, when, exitcodes, root_rank)
+        _torchrun_exits(ls, when, exitcodes, root_rank, root_marks)
     ls.flush()
 
 
 _SIGNALS = {
     -6: ("SIGABRT", "Aborted (core dumped)"),
     -9: ("SIGKILL", "Killed"),
+    -11: ("SIGSEGV", "Segmentation fault (core dumped)"),
     -15: ("SIGTERM", "Terminated"),
 }
 
@@ -635,7 +644,9 @@ def _srun_exits(ls: LogSet, when: datetime, exitcodes: dict[int, int]) -> None:
             ls.srun(when + seconds(node * 0.01), f"srun: error: {host}: {noun} {task_list(ranks)}: {status}")
 
 
-def _torchrun_exits(ls: LogSet, when: datetime, exitcodes: dict[int, int], root_rank: int | None) -> None:
+def _torchrun_exits(
+    ls: LogSet, when: datetime, exitcodes: dict[int, int], root_rank: int | None, root_marks: Marks
+) -> None:
     job = ls.job
     for node, host in enumerate(job.hosts):
         failed = [r for r in job.ranks_on(node) if r in exitcodes]
@@ -653,9 +664,8 @@ def _torchrun_exits(ls: LogSet, when: datetime, exitcodes: dict[int, int], root_
                 apid,
                 api,
                 869,
-                f"failed (exitcode: {exitcodes[first]}) local_rank: {job.local(first)} (pid: "
-                f"{job.pid(first)}) "
-                "of binary: /usr/bin/python3",
+                f"failed (exitcode: {exitcodes[first]}) local_rank: {job.local(first)} "
+                f"(pid: {job.pid(first)}) of binary: /usr/bin/python3",
             )
         ]
         lines += [
@@ -666,7 +676,7 @@ def _torchrun_exits(ls: LogSet, when: datetime, exitcodes: dict[int, int], root_
             if r != first
         ]
         lines += child_failed_error(job, when, host, first, exitcodes[first])
-        ls.agent(node, when, lines)
+        ls.agent(node, when, lines, root_marks if first == root_rank else None)
 
 
 def child_failed_error(job: Job, when: datetime, host: str, rank: int, code: int) -> list[str]:
@@ -746,3 +756,23 @@ LOADER_FRAMES = (
         "data = self._next_data()",
     ),
 )
+
+
+DATA_UTILS = "/usr/local/lib/python3.12/dist-packages/torch/utils/data/_utils"
+
+
+def dataloader_worker_failure(
+    prefix: str, worker: int, exception: str, frames: Sequence[tuple[str, int, str, str]]
+) -> list[str]:
+    """A DataLoader worker's exception as the main process re-raises it (`Caught X in DataLoader worker
+    process N.`), followed by the worker's original traceback."""
+    name = exception.split(":", 1)[0]
+    caught = f"{name}: Caught {name.rsplit('.', 1)[-1]} in DataLoader worker process {worker}."
+    original = [
+        f"{prefix}Original Traceback (most recent call last):",
+        f'{prefix}  File "{DATA_UTILS}/worker.py", line 349, in _worker_loop',
+        f"{prefix}    data = fetcher.fetch(index)  # type: ignore[possibly-undefined]",
+    ]
+    for path, line, func, code in frames:
+        original += [f'{prefix}  File "{path}", line {line}, in {func}', f"{prefix}    {code}"]
+    return [*python_traceback(prefix, LOADER_FRAMES, caught), *original, f"{prefix}{exception}"]

@@ -26,6 +26,7 @@ from tests.triage.loggen import (
     LogSet,
     Mark,
     Planted,
+    dataloader_worker_failure,
     first_to_fire,
     python_traceback,
     recovered_reset,
@@ -44,8 +45,9 @@ from tests.triage.loggen import (
 )
 
 STEPS = 120
-DATA_UTILS = "/usr/local/lib/python3.12/dist-packages/torch/utils/data/_utils"
 DECISIVE = "decisive"
+# The main process's re-raise names the worker's exception type: an honest citation of the same fact.
+CAUGHT_IN_WORKER = Mark("caught in worker", "in DataLoader worker process")
 
 
 def slurm_hosts(count: int) -> tuple[str, ...]:
@@ -778,6 +780,46 @@ def storage_retries_exhausted_current_per_rank(root: Path) -> Planted:
     return replace(planted, storage_dir=storage)
 
 
+def fsx_lustre_eviction_2_4_slurm(root: Path) -> Planted:
+    """The FSx for Lustre client on one node is evicted by an OST: reads in flight fail with EIO."""
+    job = Job(
+        slurm_hosts(4), torch="2.4", nccl="2.21.5", layout=Layout.SLURM_NODE, kernel_log=KernelLog.JOURNAL
+    )
+    culprit = 13
+    node = job.node_of(culprit)
+    ls = LogSet(root, job)
+    stuck_at = _train(ls)
+    osc = "fsx-OST0003-osc-ffff9a2b3c4d5000"
+    ls.kernel(
+        node,
+        stuck_at - seconds(25),
+        f"Lustre: {osc}: Connection to fsx-OST0003 (at 10.2.3.4@tcp) was lost; "
+        "in progress operations using this service will wait for recovery to complete",
+    )
+    ls.kernel(
+        node,
+        stuck_at - seconds(1),
+        f"LustreError: 167-0: {osc}: This client was evicted by fsx-OST0003; in "
+        "progress operations using this service will fail.",
+        Mark("evicted", "This client was evicted"),
+    )
+    frames = (("/workspace/data/shards.py", 88, "read_shard", "data = handle.read()"),)
+    error = "OSError: [Errno 5] Input/output error: '/fsx/data/shards/shard-004211.tar'"
+    lines = dataloader_worker_failure(job.wording.python_prefix(culprit), 2, error, frames)
+    marks = [Mark(DECISIVE, "[Errno 5] Input/output error", -1), CAUGHT_IN_WORKER]
+    ls.rank(culprit, stuck_at + seconds(0.2), lines, marks)
+    ls.flush()
+    _crash_then_timeout(ls, culprit, stuck_at + seconds(0.3), 1)
+    return ls.planted(
+        "fsx_lustre_eviction_2_4_slurm",
+        "storage_io",
+        [culprit],
+        [node],
+        [DECISIVE, CAUGHT_IN_WORKER.key, "evicted"],
+        "gpu-st-p5-1's Lustre client was evicted by an OST; rank 13's shard read failed with EIO.",
+    )
+
+
 def _write_ais_target_log(storage: Path, start: datetime) -> None:
     """An AIStore target log (glog style) around the failure window, as `ais log get cluster` saves it."""
     storage.mkdir(parents=True, exist_ok=True)
@@ -1112,6 +1154,47 @@ def store_clients_missing_current_slurm(root: Path) -> Planted:
     )
 
 
+def nccl_unique_id_never_published_current_per_rank(root: Path) -> Planted:
+    """Rank 0 is still loading a checkpoint when the others ask the store for the ncclUniqueId."""
+    job = Job(slurm_hosts(2), torch="2.6", nccl="2.27.3", ofi="1.14.2", layout=Layout.PER_RANK)
+    ls = LogSet(root, job)
+    write_kernel_noise(ls, range(len(job.hosts)))
+    t = job.start + seconds(9)
+    ls.rank(
+        0,
+        t,
+        f"[{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d}] [INFO] [checkpoint.py:77] [rank 0] "
+        "loading checkpoint from /fsx/ckpt/llama3-8b/iter_0004000 (412 shards)",
+    )
+    failed = t + seconds(600)
+    keys = []
+    for rank in range(1, job.world_size):
+        prefix = job.wording.python_prefix(rank)
+        error = (
+            f"torch.distributed.DistBackendError: [{rank}] is setting up NCCL communicator and retrieving "
+            "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: wait "
+            "timeout after 600000ms. This may indicate a possible application crash on rank 0 or a network "
+            "set up issue."
+        )
+        keys.append(f"{DECISIVE} rank {rank}")
+        ls.rank(
+            rank,
+            failed + seconds(rank * 0.01),
+            python_traceback(prefix, TRAIN_FRAMES, error),
+            Mark(keys[-1], "retrieving ncclUniqueId from [0]"),
+        )
+    ls.flush()
+    write_launcher_exits(ls, failed + seconds(2), {0: -15, **dict.fromkeys(range(1, job.world_size), 1)})
+    return ls.planted(
+        "nccl_unique_id_never_published_current_per_rank",
+        "rendezvous",
+        [0],
+        [0],
+        keys,
+        "Rank 0 never published the ncclUniqueId (still loading a checkpoint); the group never formed.",
+    )
+
+
 # --- infrastructure -------------------------------------------------------------------------------------
 
 
@@ -1186,19 +1269,11 @@ def corrupt_shard_current_torchrun(root: Path) -> Planted:
     culprit = 44
 
     def lines(ls: LogSet) -> list[str]:
-        prefix = ls.job.wording.python_prefix(culprit)
-        worker = [
-            f"{prefix}Original Traceback (most recent call last):",
-            f'{prefix}  File "{DATA_UTILS}/worker.py", line 349, in _worker_loop',
-            f"{prefix}    data = fetcher.fetch(index)  # type: ignore[possibly-undefined]",
-            f'{prefix}  File "/usr/lib/python3.12/tarfile.py", line 2367, in next',
-            f'{prefix}    raise ReadError("unexpected end of data")',
-            f"{prefix}tarfile.ReadError: unexpected end of data",
-        ]
-        head = python_traceback(
-            prefix, LOADER_FRAMES, "tarfile.ReadError: Caught ReadError in DataLoader worker process 3."
+        frames = (
+            ("/usr/lib/python3.12/tarfile.py", 2367, "next", 'raise ReadError("unexpected end of data")'),
         )
-        return head + worker
+        prefix = ls.job.wording.python_prefix(culprit)
+        return dataloader_worker_failure(prefix, 3, "tarfile.ReadError: unexpected end of data", frames)
 
     return _rank_raises(
         root,
@@ -1210,6 +1285,33 @@ def corrupt_shard_current_torchrun(root: Path) -> Planted:
         "data",
         "corrupt_shard_current_torchrun",
         "A truncated training shard crashed rank 44's DataLoader.",
+        equivalent=CAUGHT_IN_WORKER,
+    )
+
+
+def malformed_manifest_json_2_4_kubectl(root: Path) -> Planted:
+    job = Job(ec2_hosts(4), torch="2.4", nccl="2.21.5", layout=Layout.KUBECTL)
+    culprit = 21
+
+    def lines(ls: LogSet) -> list[str]:
+        frames = (
+            ("/workspace/data/manifest.py", 41, "__getitem__", "record = json.loads(line)"),
+            ("/usr/lib/python3.12/json/__init__.py", 346, "loads", "return _default_decoder.decode(s)"),
+        )
+        error = "json.decoder.JSONDecodeError: Expecting ',' delimiter: line 1 column 8191 (char 8190)"
+        return dataloader_worker_failure(ls.job.wording.python_prefix(culprit), 1, error, frames)
+
+    return _rank_raises(
+        root,
+        job,
+        culprit,
+        lines,
+        -1,
+        "JSONDecodeError: Expecting ',' delimiter",
+        "data",
+        "malformed_manifest_json_2_4_kubectl",
+        "A manifest record cut short at 8 KiB broke rank 21's DataLoader.",
+        equivalent=CAUGHT_IN_WORKER,
     )
 
 
@@ -1236,6 +1338,28 @@ def silent_exit_2_3_slurm(root: Path) -> Planted:
         [0],
         [DECISIVE],
         "Rank 7 exited with code 1 and printed nothing; the others timed out waiting for it.",
+    )
+
+
+def segfault_without_a_trace_current_torchrun(root: Path) -> Planted:
+    """Rank 11 dies of SIGSEGV and prints nothing: a failure whose cause the logs cannot establish."""
+    job = Job(ec2_hosts(2), torch="2.6", nccl="2.27.3", ofi="1.14.2", layout=Layout.TORCHRUN)
+    culprit = 11
+    ls = LogSet(root, job)
+    stuck_at = _train(ls)
+    node_ranks = set(job.ranks_on(job.node_of(culprit)))
+    exits = {culprit: -11, **_aborts(job, node_ranks - {culprit}, -15)}
+    marks = [Mark(DECISIVE, "failed (exitcode: -11)"), Mark("signal", "Signal 11 (SIGSEGV)")]
+    write_launcher_exits(ls, stuck_at + seconds(1), exits, root_rank=culprit, root_marks=marks)
+    fired = _everyone_else_times_out(ls, stuck_at, node_ranks)
+    write_launcher_exits(ls, fired + seconds(5), _aborts(job, set(range(job.world_size)) - node_ranks))
+    return ls.planted(
+        "segfault_without_a_trace_current_torchrun",
+        "unknown",
+        [culprit],
+        [job.node_of(culprit)],
+        [DECISIVE, "signal"],
+        "Rank 11 died of SIGSEGV with no message; nothing says why.",
     )
 
 
@@ -1312,6 +1436,7 @@ INCIDENTS: tuple[Callable[[Path], Planted], ...] = (
     host_oom_then_network_looking_errors_current_slurm,
     host_oom_slurm_cgroup_2_3,
     storage_retries_exhausted_current_per_rank,
+    fsx_lustre_eviction_2_4_slurm,
     nccl_version_skew_2_4_torchrun,
     python_exception_current_slurm,
     illegal_memory_access_xid31_current_torchrun,
@@ -1320,11 +1445,14 @@ INCIDENTS: tuple[Callable[[Path], Planted], ...] = (
     tcp_fallback_current_kubectl,
     memlock_too_small_2_4_torchrun,
     store_clients_missing_current_slurm,
+    nccl_unique_id_never_published_current_per_rank,
     slurm_time_limit_2_4_per_rank,
     slurm_preempted_2_6_slurm,
     slurm_node_failure_current,
     corrupt_shard_current_torchrun,
+    malformed_manifest_json_2_4_kubectl,
     silent_exit_2_3_slurm,
+    segfault_without_a_trace_current_torchrun,
 )
 
 
