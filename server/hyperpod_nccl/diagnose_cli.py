@@ -22,7 +22,8 @@ EXIT_FATAL = 1
 
 
 def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_mutually_exclusive_group(required=True)
+    # Neither is allowed only with --orchestrator slurm: it then reads Slurm on this host, no AWS.
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("--cluster", metavar="NAME|ARN", help="HyperPod cluster name or ARN (live)")
     source.add_argument("--bundle", metavar="DIR", type=Path, help="replay a saved snapshot, no network")
     parser.add_argument("--region", help="AWS region (default: $AWS_DEFAULT_REGION)")
@@ -136,7 +137,12 @@ def run_diagnose(args: argparse.Namespace) -> int:
     from hyperpod_nccl.cli import emit_report
     from hyperpod_nccl.diagnose import diagnose
 
-    snapshot = _load(args.bundle) if args.bundle else _collect(args)
+    if args.bundle or args.cluster:
+        snapshot = _load(args.bundle) if args.bundle else _collect(args)
+    else:
+        from hyperpod_nccl.slurm.cli import slurm_snapshot_here
+
+        snapshot = slurm_snapshot_here(args)
     if snapshot is None:
         return EXIT_FATAL
     return emit_report(diagnose(snapshot), args.json)

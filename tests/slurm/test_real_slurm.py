@@ -83,6 +83,39 @@ def test_cli_exits_1_and_prints_the_scontrol_suggestions(real_slurm: realslurm.L
     assert {"slurm.node.drained", "slurm.node.gres_mismatch", "slurm.controller.up"} <= ids
 
 
+def test_diagnose_orchestrator_slurm_reads_this_host_without_aws(
+    real_slurm: realslurm.LocalSlurm, tmp_path: Path
+) -> None:
+    # No credentials at all: the controller path must not touch AWS.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    done = subprocess.run(
+        [
+            *CLI,
+            "diagnose",
+            "--orchestrator",
+            "slurm",
+            "--job",
+            str(real_slurm.job_id),
+            "--save-bundle",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 1, done.stderr
+    assert f'scontrol update node={realslurm.DOWN} state=fail reason="Action:Replace"' in done.stdout
+    assert "auto-resume" in done.stdout and realslurm.DRAIN_REASON in done.stdout
+    replay = subprocess.run(
+        [*CLI, "diagnose", "--bundle", str(tmp_path), "--json"], capture_output=True, text=True
+    )
+    assert "slurm.node.drained" in {f["id"] for f in json.loads(replay.stdout)["findings"]}
+    bare = subprocess.run([*CLI, "diagnose"], capture_output=True, text=True, env=env)
+    assert bare.returncode == 2 and "--orchestrator slurm" in bare.stderr
+
+
 @pytest.mark.anyio
 async def test_mcp_slurm_status_over_stdio(real_slurm: realslurm.LocalSlurm) -> None:
     server = StdioServerParameters(

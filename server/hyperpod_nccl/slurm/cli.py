@@ -9,10 +9,12 @@ import sys
 import anyio
 from pydantic import TypeAdapter, ValidationError
 
+from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, Region, SlurmJobId
 from hyperpod_nccl.models import Report
 from hyperpod_nccl.render import render_json, render_text, use_color
 from hyperpod_nccl.slurm.service import SlurmUnavailable, collect_slurm_snapshot, slurm_report
+from hyperpod_nccl.snapshot import Snapshot
 
 EXIT_UNUSABLE = 2
 
@@ -40,6 +42,26 @@ def slurm_diagnose(job: str | None, cluster: str | None, region: str | None) -> 
     """Collect and analyze; raises SlurmUnavailable when Slurm cannot be read at all."""
     snapshot = anyio.run(lambda: collect_slurm_snapshot(job_id=job, cluster=cluster, region=region))
     return slurm_report(snapshot)
+
+
+def slurm_snapshot_here(args: argparse.Namespace) -> Snapshot:
+    """`diagnose --orchestrator slurm` without --cluster/--bundle: Slurm on this host, no AWS."""
+    from hyperpod_nccl.cli import UsageError
+
+    if args.orchestrator != "slurm":
+        raise UsageError(
+            "pass --cluster NAME (live) or --bundle DIR; or --orchestrator slurm on a Slurm node"
+        )
+    try:
+        job = TypeAdapter(SlurmJobId).validate_python(args.job) if args.job else None
+        snapshot = redact_model(anyio.run(lambda: collect_slurm_snapshot(job_id=job)))
+    except ValidationError as error:
+        raise UsageError(f"--job: {error.errors()[0]['msg'].removeprefix('Value error, ')}") from None
+    except SlurmUnavailable as error:
+        raise UsageError(str(error)) from None
+    if args.save_bundle:
+        print(f"hyperpod-nccl: snapshot saved to {snapshot.save(args.save_bundle)}", file=sys.stderr)
+    return snapshot
 
 
 def run_slurm(args: argparse.Namespace) -> int:
