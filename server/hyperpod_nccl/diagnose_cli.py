@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
+from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, InstanceId, JobName, Namespace, Region
 from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot
@@ -42,6 +43,7 @@ def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context")
     parser.add_argument("--concurrency", type=int, default=4, help="AWS calls in flight (default 4)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_compare_argument(parser)
 
 
 def _checked(kind: Any, value: str | None) -> str | None:
@@ -145,4 +147,7 @@ def run_diagnose(args: argparse.Namespace) -> int:
         snapshot = slurm_snapshot_here(args)
     if snapshot is None:
         return EXIT_FATAL
-    return emit_report(diagnose(snapshot), args.json)
+    report = diagnose(snapshot)
+    status = emit_report(report, args.json)
+    print_comparison(report, args)
+    return status
