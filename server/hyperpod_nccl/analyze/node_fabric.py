@@ -48,7 +48,14 @@ _MISMATCH = (
 
 def _service(node: ProbedNode) -> Finding:
     fabric, driver = node.facts.fabric, node.facts.gpu.driver_version
-    state = fabric.state.value if fabric.state else "unknown"
+    if fabric.state is None and not fabric.systemd:
+        return Finding(
+            id="node.fabric.manager_unknown",
+            status=Status.INFO,
+            title="nvidia-fabricmanager state unknown: no systemd where the probe ran",
+            **node.scope(),
+        )
+    state = "not installed" if fabric.unit_missing else fabric.state.value if fabric.state else "unknown"
     if state != "active":
         title = f"nvidia-fabricmanager is {state} on {node.label}"
         lines = [fabric.state.line] if fabric.state else []
@@ -116,6 +123,14 @@ def _sxid(node: ProbedNode) -> list[Finding]:
 
 def _dcgm(node: ProbedNode) -> Finding | None:
     dcgm = node.facts.dcgm
+    if dcgm.unavailable is not None:
+        return Finding(
+            id="node.dcgm.unavailable",
+            status=Status.INFO,
+            title="DCGM health watches could not be read (host engine not reachable)",
+            evidence=[node.evidence(dcgm.unavailable)],
+            **node.scope(),
+        )
     if dcgm.overall is None or dcgm.overall.value == "Healthy":
         return None
     failed = dcgm.overall.value == "Failure"

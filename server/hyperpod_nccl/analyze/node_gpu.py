@@ -33,6 +33,10 @@ def _xid_findings(node: ProbedNode) -> list[Finding]:
         if code == 79:
             evidence += [node.evidence(line) for line in node.facts.kernel.fell_off[:3]]
         cause = f"{info.cause}-caused" if info.cause != "consequence" else "a consequence of an earlier Xid"
+        processes = sorted(
+            {event.process for event in events if event.process and event.process != "<unknown>"}
+        )
+        ran = f" Process: {', '.join(processes)}." if processes else ""
         findings.append(
             Finding(
                 id=f"node.gpu.xid_{code}",
@@ -40,7 +44,7 @@ def _xid_findings(node: ProbedNode) -> list[Finding]:
                 priority=info.priority,
                 title=f"Xid {code} on {node.label} (GPU {gpus}): {info.meaning}",
                 reference=_XID_REFERENCE.get(code, GPU_FAULTS),
-                detail=f"{len(events)} event(s), {cause}. First move: {info.action}.",
+                detail=f"{info.name}: {len(events)} event(s), {cause}. First move: {info.action}.{ran}",
                 evidence=evidence,
                 suggested_commands=ladder(node, info.rung),
                 **node.scope(),
@@ -242,12 +246,14 @@ def _node_findings(node: ProbedNode) -> list[Finding]:
         findings += _memory_findings(node, gpu)
     findings += [f for f in (_throttle(node), _nvlink(node)) if f is not None]
     if not any(f.is_issue for f in findings):
-        count = len(node.facts.gpu.gpus)
+        gpu = node.facts.gpu
+        versions = f"driver {gpu.driver_version.value if gpu.driver_version else '?'}, "
+        versions += f"CUDA {gpu.cuda_version.value if gpu.cuda_version else '?'}"
         findings.append(
             Finding(
                 id="node.gpu.healthy",
                 status=Status.PASS,
-                title=f"GPUs report no Xid, ECC, remap, throttling or NVLink fault ({count} per node)",
+                title=f"{len(gpu.gpus)} GPUs, no Xid, ECC, remap, throttle or NVLink fault ({versions})",
                 **node.scope(),
             )
         )

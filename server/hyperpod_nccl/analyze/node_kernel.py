@@ -51,17 +51,17 @@ def _pcie(node: ProbedNode) -> list[Finding]:
                 **node.scope(),
             )
         )
-    soft = [d for d in downgrades if d not in hard]
+    soft = [d.line for d in downgrades if d not in hard] + node.facts.kernel.bandwidth_limited
     if soft:
         findings.append(
             Finding(
                 id="node.pcie.gpu_speed_reduced",
                 status=Status.WARN,
                 priority=Priority.P2,
-                title="GPU PCIe link speed below its maximum (width intact)",
+                title="PCIe link speed or bandwidth below the device's capability (width intact)",
                 reference=SLOW_NODE,
                 detail="Idle GPUs lower link speed to save power; a concern only if it stays low under load.",
-                evidence=[node.evidence(d.line) for d in soft[:4]],
+                evidence=[node.evidence(line) for line in soft[:4]],
                 **node.scope(),
             )
         )

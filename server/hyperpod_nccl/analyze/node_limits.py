@@ -118,7 +118,8 @@ def _stale_shm(node: ProbedNode) -> Finding | None:
         priority=Priority.P2,
         title=f"{len(stale)} NCCL shared-memory file(s) older than an hour in /dev/shm on {node.label}",
         reference=LIMITS,
-        detail="Left by a killed job, they hold /dev/shm space. Remove them only with no job on the node.",
+        detail=f"{node.facts.host.nccl_shm_files} nccl-* file(s) in all. Left by a killed job, they hold "
+        "/dev/shm space; remove them only with no job on the node.",
         evidence=[node.evidence(line) for line in stale[:4]],
         **node.scope(),
     )

@@ -21,7 +21,6 @@ class FabricFacts:
     state: Field | None = None
     unit_missing: bool = False
     version: Field | None = None
-    binary_missing: bool = False
 
 
 @dataclass
@@ -41,8 +40,6 @@ def parse_fabric(section: Section) -> FabricFacts:
             facts.unit_missing = True
         elif match := _FM_VERSION.search(line.text):
             facts.version = Field(match.group("version"), line)
-        elif "not installed: nv-fabricmanager" in line.text:
-            facts.binary_missing = True
         elif "not installed: systemctl" in line.text or "not been booted with systemd" in line.text:
             facts.systemd = False
     return facts

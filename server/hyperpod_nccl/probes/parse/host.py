@@ -60,7 +60,6 @@ class HostFacts:
     memlock: list[Limit] = field(default_factory=list)
     stack: list[Limit] = field(default_factory=list)
     remove_ipc: Field | None = None
-    remove_ipc_files: list[Line] = field(default_factory=list)
     nccl_shm_files: int = 0
     stale_shm_files: list[Line] = field(default_factory=list)
     firewall_drops: list[Line] = field(default_factory=list)
@@ -110,9 +109,7 @@ def _limits(section: Section, facts: HostFacts) -> None:
 def _remaining(sections: dict[str, Section], facts: HostFacts) -> None:
     remove_ipc = sections.get("remove_ipc")
     for line in remove_ipc.numbered() if remove_ipc else ():
-        if line.text.startswith("##### file"):
-            facts.remove_ipc_files.append(line)
-        elif match := _REMOVE_IPC.match(line.text):
+        if match := _REMOVE_IPC.match(line.text):
             facts.remove_ipc = Field(match.group("value").lower(), line)
     shm_files = sections.get("shm_files")
     for line in shm_files.numbered() if shm_files else ():
