@@ -19,7 +19,9 @@ Recording = str | ProbeResult
 
 
 class ReplayRunner:
-    def __init__(self, recordings: Mapping[str, Recording], delay_s: float | Mapping[str, float] = 0.0):
+    def __init__(
+        self, recordings: Mapping[str, Recording], delay_s: float | Mapping[str, float] = 0.0
+    ) -> None:
         self._recordings = dict(recordings)
         self._delay_s = delay_s
 

@@ -85,7 +85,7 @@ def _start_failure(target: NodeTarget, script: ProbeScript, error: Exception) ->
 
 
 class SsmRunner:
-    def __init__(self, region: str, *, client: Any | None = None, plugin: str | None = None):
+    def __init__(self, region: str, *, client: Any | None = None, plugin: str | None = None) -> None:
         self.region = region
         self._client = client
         self._plugin = plugin
@@ -105,12 +105,15 @@ class SsmRunner:
                 target=target, script=script.name, status="error", error="no SSM target for node"
             )
         parameters = session_parameters(script, target.ssm_target)
+        # Created here, on the event loop's thread: boto3 clients are shared safely across threads,
+        # but creating one from many worker threads at once is not safe.
+        client = self.client
         try:
-            session = await anyio.to_thread.run_sync(lambda: self.client.start_session(**parameters))
+            session = await anyio.to_thread.run_sync(lambda: client.start_session(**parameters))
         except (ClientError, BotoCoreError) as error:
             return _start_failure(target, script, error)
         try:
-            argv = plugin_argv(plugin, session, self.region, parameters, self.client.meta.endpoint_url)
+            argv = plugin_argv(plugin, session, self.region, parameters, client.meta.endpoint_url)
             outcome = await run_argv(argv, timeout_s=timeout_s)
         finally:
             with anyio.CancelScope(shield=True):
