@@ -123,7 +123,7 @@ def _cloudwatch_candidates() -> list[Any]:
             }
         ],
     }
-    return [scan, [event], {"events": [event]}]
+    return [scan, [scan], [event], {"events": [event]}]
 
 
 def _cluster_event_candidates() -> list[Any]:
