@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hyperpod_nccl.triage.patterns import (
-    EVENT_PATTERNS,
-    FACT_PATTERNS,
-    Dispatcher,
-    anchors_of,
-    build_hit_finder,
-)
+from hyperpod_nccl.triage.patterns import EVENT_PATTERNS, FACT_PATTERNS, Dispatcher, anchors_of
+from hyperpod_nccl.triage.prefilter import build_hit_finder, choose_leads
 from hyperpod_nccl.triage.prefixes import strip
 
 EVENTS = Dispatcher(EVENT_PATTERNS)
@@ -210,3 +205,11 @@ def test_hit_finder_flags_anchor_lines_and_skips_training_chatter() -> None:
     lines = {block[s : block.find(b"\n", s)] for s in starts}
     assert hit.rstrip() in lines and lowercase.rstrip() in lines
     assert len([line for line in lines if b"step=" in line]) <= 1  # at most the one dated line sampled
+
+
+def test_every_anchor_is_found_by_exactly_one_lead_byte() -> None:
+    anchors = [a.encode() for a in anchors_of(EVENT_PATTERNS + FACT_PATTERNS)]
+    by_lead = choose_leads(anchors)
+    tails = [tail for found in by_lead.values() for tail in found]
+    assert len(tails) == len(anchors)
+    assert all(any(tail in anchor for tail in tails) for anchor in anchors)

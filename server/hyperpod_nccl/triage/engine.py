@@ -7,8 +7,11 @@ scenario tests and the MCP tool get exactly what the CLI prints.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from datetime import datetime
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -32,7 +35,15 @@ from hyperpod_nccl.triage.findings import (
     silent_exit_finding,
 )
 from hyperpod_nccl.triage.rank_state import RankState, build_rank_states
-from hyperpod_nccl.triage.root_cause import Candidate, Context, choose, root_cause
+from hyperpod_nccl.triage.root_cause import (
+    Candidate,
+    Context,
+    choose,
+    date_by_the_stall,
+    drop_stale,
+    root_cause,
+)
+from hyperpod_nccl.triage.scanner import scan_input
 from hyperpod_nccl.triage.summary import Topology, build_topology, job_summary, node_versions, pci_bus
 from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest, entry, iso, ordered
 from hyperpod_nccl.triage.versions import version_skew
@@ -41,6 +52,8 @@ PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs mor
 MAX_WORKERS = 4
 TIMELINE_LIMIT = 12
 _FINAL_KINDS = frozenset({"worker_exit", "srun_task", "slurm_cancel", "take_down", "sigterm"})
+_NODE_LOG_KINDS = frozenset({"xid", "sxid", "fell_off_bus", "oom_killed"})
+_NODE_LOG_NAMES = (".dmesg", "kern.log", "dmesg.log", "syslog", "messages")
 
 
 def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) -> Report:
@@ -51,15 +64,25 @@ def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) ->
 
 
 def scan_all(files: list[InputFile]) -> list[FileScan]:
-    from hyperpod_nccl.triage.scanner import scan_input
-
-    workers = min(os.cpu_count() or 1, MAX_WORKERS, len(files))
-    if workers < 2 or sum(f.size for f in files) < PARALLEL_MIN_BYTES:
+    """Scan every file once, across processes when the input is big enough to pay for them."""
+    workers = _worker_count(files)
+    if workers < 2:
         return [scan_input(item) for item in files]
     biggest_first = sorted(files, key=lambda f: -f.size)
-    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        scans = list(pool.map(scan_input, biggest_first))
+    try:
+        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            scans = list(pool.map(scan_input, biggest_first))
+    except BrokenProcessPool:  # a worker died (e.g. the OOM killer): the serial path still answers
+        scans = [scan_input(item) for item in biggest_first]
     return sorted(scans, key=lambda scan: scan.source)
+
+
+def _worker_count(files: list[InputFile]) -> int:
+    """Processes are forked, which is only safe from a single-threaded process (the CLI, not the
+    MCP server's worker thread); forking keeps start-up cheap and never re-runs the entry point."""
+    if threading.active_count() > 1 or sum(f.size for f in files) < PARALLEL_MIN_BYTES:
+        return 1
+    return min(os.cpu_count() or 1, MAX_WORKERS, len(files))
 
 
 def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
@@ -84,7 +107,7 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
         findings.append(silent_exit_finding(exits, topology, clock))
         candidates += [c for c in [silent_exit_candidate(exits, verdict, topology, clock)] if c]
     candidates += [skew.candidate] if skew else []
-    context = _context(verdict, states, events, groups, fired, clock)
+    context = _context(scans, verdict, states, events, groups, fired, clock)
     cause = _root_cause(candidates, verdict, context, topology)
     report = Report.build(
         "triage",
@@ -142,6 +165,7 @@ def _group_by_meaning(events: list[Event]) -> dict[str, tuple[Meaning, list[Even
 
 
 def _context(
+    scans: list[FileScan],
     verdict: Classification,
     states: dict[int, RankState],
     events: list[Event],
@@ -158,7 +182,7 @@ def _context(
     finals = [e for e in events if e.kind in _FINAL_KINDS]
     noise = groups.get("triage.noise.connection_resets")
     kernel_sources = {
-        e.source for e in events if e.source.endswith((".dmesg", "kern.log", "dmesg.log", "syslog"))
+        e.source for e in events if e.kind in _NODE_LOG_KINDS or e.source.endswith(_NODE_LOG_NAMES)
     }
     return Context(
         verdict=verdict,
@@ -167,26 +191,49 @@ def _context(
         fired=fired,
         fired_at=clock.at(fired.stamp) if fired else None,
         fired_ranks=sum(1 for s in states.values() if s.watchdog == "fired"),
-        final=max(
-            finals,
-            key=lambda e: (clock.at(e.stamp) is not None, clock.at(e.stamp) or 0, e.line),
-            default=None,
-        )
-        if finals
-        else None,
+        final=_latest(finals, clock),
         noise_count=sum(e.count for e in noise[1]) if noise else 0,
         hardware_logs_seen=bool(kernel_sources),
         kernel_oom_seen="triage.host.oom_killed" in groups,
+        job_started=_job_started(scans, events, kernel_sources, clock, fired, verdict),
     )
+
+
+def _latest(events: list[Event], clock: Clock) -> Event | None:
+    def key(event: Event) -> tuple[bool, datetime, int]:
+        moment = clock.at(event.stamp)
+        return (moment is not None, moment or datetime.min, event.line)
+
+    return max(events, key=key, default=None)
+
+
+def _job_started(
+    scans: list[FileScan],
+    events: list[Event],
+    node_logs: set[str],
+    clock: Clock,
+    fired: Event | None,
+    verdict: Classification,
+) -> datetime | None:
+    """The earliest time a worker log speaks (node logs such as dmesg reach back before the job);
+    the stuck collective was issued while the job ran, so it bounds the start too."""
+    moments = [m for e in events if e.source not in node_logs and (m := clock.at(e.stamp))]
+    moments += [m for s in scans if s.source not in node_logs and (m := clock.at(s.first_dated))]
+    moments += [
+        m for m in [collective_start(clock.at(fired.stamp) if fired else None, verdict.timeout_ms)] if m
+    ]
+    return min(moments, default=None)
 
 
 def _root_cause(
     candidates: list[Candidate], verdict: Classification, context: Context, topology: Topology
 ) -> RootCause | None:
+    suspects = verdict.culprits if verdict.verdict in ("straggler", "silent") else []
+    candidates, context.stale = drop_stale(candidates, context.job_started)
+    date_by_the_stall(candidates, set(suspects), context.started)
     top = choose(candidates)
     if top is None:
         return None
-    suspects = verdict.culprits if verdict.verdict in ("straggler", "silent") else []
     if suspects and (not top.ranks or top.category.value == "storage_io"):
         on_nodes = [r for r in suspects if not top.nodes or topology.node_of(r) in top.nodes]
         top.ranks = on_nodes or (suspects if top.category.value == "storage_io" else top.ranks)

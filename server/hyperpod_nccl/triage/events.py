@@ -38,5 +38,6 @@ class FileScan:
     pid_ranks: dict[tuple[str, int], int] = field(default_factory=dict)  # (host, pid) → rank
     ranks: set[int] = field(default_factory=set)
     dated_years: dict[int, int] = field(default_factory=dict)
+    first_dated: str | None = None  # earliest full `YYYY-MM-DDTHH:MM:SS` stamp read
     frameworks: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)

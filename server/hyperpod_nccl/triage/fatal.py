@@ -352,7 +352,7 @@ def _xid(event: Event) -> Meaning:
     if hardware:
         weight = 100 if code in (48, 64, 74, 79, 95, 119, 120) else 92
         return _fail(f"triage.gpu.xid_{code}", title, C.GPU_HARDWARE, weight, "debugging-guide.md § 5")
-    return _warn(f"triage.gpu.xid_{code}", title, C.SOFTWARE, 58, "debugging-guide.md § 20")
+    return _warn(f"triage.gpu.xid_{code}", title, C.SOFTWARE, 45, "debugging-guide.md § 20")
 
 
 def _sxid(event: Event) -> Meaning:

@@ -16,8 +16,6 @@ import functools
 import re
 from dataclasses import dataclass
 
-from hyperpod_nccl.triage.lines import HitFinder
-
 
 @dataclass(frozen=True)
 class Pattern:
@@ -150,7 +148,7 @@ PROCESS = (
     _p("worker_exit", "Signal ", r"Signal (?P<signal>\d+) \((?P<signal_name>\w+|<N/A>)\) received by PID"),
     _p(
         "failure_field",
-        "      : ",
+        "(local_rank: ",
         r"^\s*(?P<field>rank|host|time)\s+: (?P<value>\S+)(?: \(local_rank: (?P<local_rank>\d+)\))?",
     ),
     _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<container_code>137)\b"),
@@ -400,61 +398,3 @@ class Dispatcher:
     def _contained(self, text: str) -> tuple[str, ...]:
         """Anchors inside a matched text: a longer anchor hides the shorter ones it contains."""
         return tuple(anchor for anchor in self._anchors if anchor in text)
-
-
-def _trie_regex(words: list[bytes]) -> bytes:
-    """An alternation factored by common prefixes, so each position tries one branch per first byte."""
-    if not words:
-        return b"(?!)"
-    if b"" in words:
-        rest = [w for w in words if w]
-        return b"(?:" + _trie_regex(rest) + b")?" if rest else b""
-    by_first: dict[bytes, list[bytes]] = {}
-    for word in words:
-        by_first.setdefault(word[:1], []).append(word[1:])
-    branches = [re.escape(first) + _trie_regex(tails) for first, tails in sorted(by_first.items())]
-    return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
-
-
-def _minimal(words: list[bytes]) -> list[bytes]:
-    """Drop anchors that contain a shorter anchor: the shorter one already finds their lines."""
-    ordered = sorted(set(words), key=len)
-    kept: list[bytes] = []
-    for word in ordered:
-        if not any(shorter in word for shorter in kept):
-            kept.append(word)
-    return kept
-
-
-# One dated line per chunk is enough to learn the year that `E0626 06:24:44`-style stamps omit.
-DATED_LINE = re.compile(rb"20\d\d-[01]\d-[0-3]\d[ T_][0-2]\d:[0-5]\d:[0-5]\d")
-
-
-def build_hit_finder(anchors: list[str]) -> HitFinder:
-    """Offsets of anchor occurrences in a block (a line may be reported more than once).
-
-    Python's regex engine scans an alternation slowly, but skips quickly over characters that
-    cannot start any branch. So anchors starting with an upper-case letter or punctuation share
-    one prefix-factored alternation, and the few that start lower-case are found with
-    `bytes.find`, which runs at memory speed. An anchor starting with a newline marks a line
-    start: its hit is moved past the newline.
-    """
-    encoded = _minimal([anchor.encode() for anchor in anchors])
-    rare_start = [a for a in encoded if a[:1].isupper() or a[:1] in b"[(<*"]
-    common_start = [a for a in encoded if a not in rare_start]
-    alternation = re.compile(_trie_regex(rare_start))
-
-    def find_hits(block: bytes) -> list[int]:
-        hits = [match.start() for match in alternation.finditer(block)] if rare_start else []
-        if dated := DATED_LINE.search(block):
-            hits.append(dated.start())
-        for anchor in common_start:
-            shift = 1 if anchor.startswith(b"\n") else 0
-            position = block.find(anchor)
-            while position >= 0:
-                hits.append(position + shift)
-                line_end = block.find(b"\n", position + shift)
-                position = block.find(anchor, line_end) if line_end >= 0 else -1
-        return hits
-
-    return find_hits

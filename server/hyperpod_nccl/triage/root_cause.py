@@ -50,9 +50,13 @@ class Context:
     noise_count: int
     hardware_logs_seen: bool
     kernel_oom_seen: bool
+    job_started: datetime | None = None
+    stale: list[str] = field(default_factory=list)
 
 
 def choose(candidates: list[Candidate]) -> Candidate | None:
+    """The most decisive candidate, unless a decisive one clearly came first (a trigger precedes
+    its consequences); among candidates of the same moment the more decisive wins."""
     if not candidates:
         return None
     ranked = sorted(candidates, key=lambda c: -c.weight)
@@ -64,7 +68,28 @@ def choose(candidates: list[Candidate]) -> Candidate | None:
         for c in ranked
         if c.weight >= _DECISIVE and c.when is not None and c.when < top.when - _CLEARLY_EARLIER
     ]
-    return min(earlier, key=lambda c: c.when or datetime.max) if earlier else top
+    return min(earlier, key=lambda c: (c.when or datetime.max, -c.weight)) if earlier else top
+
+
+def drop_stale(
+    candidates: list[Candidate], job_started: datetime | None
+) -> tuple[list[Candidate], list[str]]:
+    """Node logs keep history: what happened well before the job started did not cause its failure."""
+    if job_started is None:
+        return candidates, []
+    stale = [c for c in candidates if c.when is not None and c.when < job_started - _CLEARLY_EARLIER]
+    notes = [
+        f"{c.title} on {', '.join(c.nodes) or 'a node'}{_at(c.when)}: before this job started" for c in stale
+    ]
+    return [c for c in candidates if c not in stale], notes
+
+
+def date_by_the_stall(candidates: list[Candidate], suspects: set[int], stalled_at: datetime | None) -> None:
+    """A crash line without a time (a Python traceback) on a rank that never entered the stuck
+    collective happened when that collective was issued."""
+    for candidate in candidates:
+        if candidate.when is None and stalled_at and candidate.ranks and set(candidate.ranks) <= suspects:
+            candidate.when = stalled_at
 
 
 def root_cause(top: Candidate, context: Context, culprit_nodes: list[str]) -> RootCause:
@@ -129,6 +154,7 @@ def _ruled_out(top: Candidate, context: Context) -> list[str]:
         out.append("collective mismatch: every rank that timed out issued the same OpType and sizes")
     if verdict.verdict == "all_inside":
         out.append("straggler: every rank was inside the collective and none was missing")
+    out += [f"{note} (stale)" for note in context.stale]
     if context.noise_count:
         out.append(f"connection resets: {context.noise_count} recovered on the first retry (noise)")
     if context.hardware_logs_seen and top.category != Category.GPU_HARDWARE:

@@ -27,8 +27,8 @@ from hyperpod_nccl.triage.patterns import (
     Dispatcher,
     Pattern,
     anchors_of,
-    build_hit_finder,
 )
+from hyperpod_nccl.triage.prefilter import build_hit_finder
 from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, strip
 
 MAX_EVENTS_PER_FILE = 40_000
@@ -164,6 +164,8 @@ def _note_identity(state: _FileState, stripped: Stripped) -> None:
     if stripped.stamp and not stripped.stamp.startswith(UNKNOWN_YEAR):
         year = int(stripped.stamp[:4])
         scan.dated_years[year] = scan.dated_years.get(year, 0) + 1
+        if scan.first_dated is None or stripped.stamp < scan.first_dated:
+            scan.first_dated = stripped.stamp
 
 
 def _note_framework(scan: FileScan, text: str) -> None:

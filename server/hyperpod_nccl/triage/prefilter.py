@@ -1,0 +1,102 @@
+"""The prefilter: find, for a whole block of lines at once, where any catalogue anchor occurs.
+
+Python's regex engine scans fast only when a pattern starts with one literal byte (it jumps
+from one occurrence of that byte to the next); an alternation whose branches start with many
+different bytes is tested at nearly every position and runs ~10x slower. So each anchor is
+represented by the substring that starts at one of a few *lead* bytes that are rare in training
+logs (chosen by a weighted set cover), and there is one prefix-factored regex per lead byte.
+A hit only says "this line may matter": the line is then parsed by the full patterns.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+
+from hyperpod_nccl.triage.lines import HitFinder
+
+# One dated line per block is enough to learn the year that `E0626 06:24:44`-style stamps omit.
+DATED_LINE = re.compile(rb"20\d\d-[01]\d-[0-3]\d[ T_][0-2]\d:[0-5]\d:[0-5]\d")
+_MIN_TAIL = 4  # a lead must leave at least this many bytes of the anchor, to stay selective
+_MAX_TAIL = 16  # beyond this, more bytes of the anchor make the regex slower, not more selective
+
+
+def _byte_cost(byte: int) -> float:
+    """Relative cost of one regex pass led by `byte`: one unit per pass, plus how often the byte
+    occurs in training logs, since the scan stops and tries the trie at every occurrence."""
+    char = chr(byte)
+    if char in "INFO":  # every `NCCL INFO` / `[INFO]` line
+        return 1.5
+    if char in string.ascii_uppercase or char in "xqjzXQJZ<>*!#@&|~^%":
+        return 1.0
+    if char in string.ascii_lowercase:
+        return 2.0 if char in "fgpwybvk" else 4.0
+    if char.isdigit():
+        return 2.0
+    return 12.0 if char in " \t" else 1.5
+
+
+def _leads(anchor: bytes) -> set[int]:
+    if anchor.startswith(b"\n"):
+        return {anchor[0]}
+    return {anchor[0]} | {anchor[i] for i in range(1, len(anchor) - _MIN_TAIL + 1)}
+
+
+def choose_leads(anchors: list[bytes]) -> dict[int, list[bytes]]:
+    """Lead byte → the anchor tails starting at it; every anchor is covered exactly once."""
+    uncovered = set(anchors)
+    chosen: dict[int, list[bytes]] = {}
+    while uncovered:
+        candidates = {byte for anchor in uncovered for byte in _leads(anchor)}
+        lead = min(
+            candidates,
+            key=lambda b: (_byte_cost(b) / sum(1 for a in uncovered if b in _leads(a)), b),
+        )
+        covered = {a for a in uncovered if lead in _leads(a)}
+        chosen[lead] = [_tail(a, lead) for a in sorted(covered)]
+        uncovered -= covered
+    return chosen
+
+
+def _tail(anchor: bytes, lead: int) -> bytes:
+    start = 0 if anchor[0] == lead else anchor.index(lead, 1)
+    return anchor[start : start + _MAX_TAIL]
+
+
+def trie_regex(words: list[bytes]) -> bytes:
+    """An alternation factored by common prefixes, so each position tries one branch per byte."""
+    if not words:
+        return b"(?!)"
+    if b"" in words:
+        rest = [w for w in words if w]
+        return b"(?:" + trie_regex(rest) + b")?" if rest else b""
+    by_first: dict[bytes, list[bytes]] = {}
+    for word in words:
+        by_first.setdefault(word[:1], []).append(word[1:])
+    branches = [re.escape(first) + trie_regex(tails) for first, tails in sorted(by_first.items())]
+    return branches[0] if len(branches) == 1 else b"(?:" + b"|".join(branches) + b")"
+
+
+def minimal(words: list[bytes]) -> list[bytes]:
+    """Drop anchors that contain a shorter anchor: the shorter one already finds their lines."""
+    kept: list[bytes] = []
+    for word in sorted(set(words), key=len):
+        if not any(shorter in word for shorter in kept):
+            kept.append(word)
+    return kept
+
+
+def build_hit_finder(anchors: list[str]) -> HitFinder:
+    """Offsets inside every line of a block that holds an anchor (a line may be reported twice)."""
+    by_lead = choose_leads(minimal([anchor.encode() for anchor in anchors]))
+    scanners = [
+        (re.compile(trie_regex(tails)), 1 if lead == ord("\n") else 0) for lead, tails in by_lead.items()
+    ]
+
+    def find_hits(block: bytes) -> list[int]:
+        hits = [found.start() + shift for scanner, shift in scanners for found in scanner.finditer(block)]
+        if dated := DATED_LINE.search(block):
+            hits.append(dated.start())
+        return hits
+
+    return find_hits
