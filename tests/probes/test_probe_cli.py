@@ -195,3 +195,23 @@ def test_diagnose_with_the_replay_runner_reports_each_planted_node_fault(
         assert found and found[0].instance_ids == [node], f"{finding_id} on {node}: {found}"
         assert found[0].status == "FAIL" and found[0].priority in ("P0", "P1") and found[0].reference
     assert report.blocking
+
+
+@pytest.mark.anyio
+async def test_over_mcp_the_tool_is_read_only_live_and_refuses_a_name_that_is_not_a_cluster() -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async with Client(StdioServerParameters(command=CLI, args=["serve"])) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        annotations = tools["probe_nodes"].annotations
+        assert annotations is not None and annotations.read_only_hint and not annotations.destructive_hint
+        assert set(tools["probe_nodes"].input_schema["properties"]) == {
+            "cluster",
+            "region",
+            "node",
+            "sample_nodes",
+        }
+        refused = await client.call_tool("probe_nodes", {"cluster": "x; reboot", "region": "us-west-2"})
+    assert refused.is_error
+    assert "not a valid HyperPod cluster name" in refused.content[0].text
