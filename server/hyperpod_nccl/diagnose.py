@@ -17,7 +17,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hyperpod_nccl.analyze import run_analyzers
 from hyperpod_nccl.collect import cloudwatch, hyperpod, orchestrators, security_groups
-from hyperpod_nccl.collect.aws import AwsClients, Progress, check_identity, issue_for, no_progress
+from hyperpod_nccl.collect.aws import (
+    AwsClients,
+    Progress,
+    check_identity,
+    default_session,
+    issue_for,
+    no_progress,
+)
 from hyperpod_nccl.collect.run import CollectionRun, DiagnoseOptions, parse_window, skipped
 from hyperpod_nccl.models import Report, SkippedInput
 from hyperpod_nccl.snapshot import Snapshot
@@ -46,7 +53,7 @@ async def collect_snapshot_async(
     progress: Progress = no_progress,
     probe_runner: Any | None = None,
 ) -> Snapshot:
-    run = _start(options, session or _default_session(), progress)
+    run = _start(options, session or default_session(), progress)
     run.probe_runner = probe_runner
     identity = await run.call(check_identity, run.clients.sts)
     run.aws.account, run.aws.caller_arn = identity.account, identity.arn
@@ -59,13 +66,6 @@ async def collect_snapshot_async(
             group.start_soon(step, run)
     progress("collection complete", 1, 1)
     return run.snapshot
-
-
-def _default_session() -> boto3.session.Session:
-    # boto3's module-level session: whatever a caller configured with boto3.setup_default_session().
-    if boto3.DEFAULT_SESSION is None:
-        boto3.setup_default_session()
-    return boto3.DEFAULT_SESSION
 
 
 def _start(options: DiagnoseOptions, session: boto3.session.Session, progress: Progress) -> CollectionRun:

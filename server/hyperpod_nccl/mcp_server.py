@@ -19,6 +19,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from hyperpod_nccl import __version__
+from hyperpod_nccl.diagnose_tools import describe_cluster, list_cluster_nodes, run_diagnostic, scan_cloudwatch
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.probes.tool import probe_nodes
 from hyperpod_nccl.references import (
@@ -113,6 +114,11 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (probe_nodes, READ_ONLY_LIVE),
     # Runs the shipped read-only Slurm probe on this host, or on the controller over SSM.
     (slurm_status, READ_ONLY_LIVE),
+    # The cluster diagnostic: guarded AWS reads (and Kubernetes GETs for run_diagnostic).
+    (run_diagnostic, READ_ONLY_LIVE),
+    (describe_cluster, READ_ONLY_LIVE),
+    (list_cluster_nodes, READ_ONLY_LIVE),
+    (scan_cloudwatch, READ_ONLY_LIVE),
 ]
 
 

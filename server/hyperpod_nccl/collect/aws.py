@@ -45,6 +45,13 @@ def no_progress(_message: str, _done: int, _total: int | None) -> None:
     """The default progress sink: nobody is watching."""
 
 
+def default_session() -> boto3.session.Session:
+    """boto3's module-level session: whatever the caller configured with boto3.setup_default_session()."""
+    if boto3.DEFAULT_SESSION is None:
+        boto3.setup_default_session()
+    return boto3.DEFAULT_SESSION
+
+
 @dataclass(frozen=True)
 class AwsClients:
     """One guarded client per service, made up front: boto3 sessions are not thread-safe, clients are."""
@@ -56,7 +63,7 @@ class AwsClients:
 
     @classmethod
     def create(cls, region: str, session: boto3.session.Session | None = None) -> AwsClients:
-        session = session or boto3.session.Session()
+        session = session or default_session()
         return cls(*(make_client(name, region=region, session=session) for name in cls.__dataclass_fields__))
 
 

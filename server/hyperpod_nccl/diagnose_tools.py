@@ -1,0 +1,283 @@
+"""MCP tools for the cluster diagnostic: describe_cluster, list_cluster_nodes, scan_cloudwatch and
+run_diagnostic. Each validates its input, calls the same collectors and analyzers as the CLI, and
+returns a summary sized for an LLM's context: counts and the decisive rows, never thousands."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+import anyio
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from hyperpod_nccl.analyze.cloudwatch import analyze_cloudwatch
+from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
+from hyperpod_nccl.collect import cloudwatch, hyperpod
+from hyperpod_nccl.collect.aws import AwsClients, AwsPrerequisiteError, issue_for
+from hyperpod_nccl.collect.run import DiagnoseOptions, parse_window
+from hyperpod_nccl.diagnose import collect_snapshot_async, diagnose
+from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.guard.validate import ClusterName, ExistingPath, InstanceId, JobName, Namespace, Region
+from hyperpod_nccl.models import Finding, SkippedInput, Summary
+from hyperpod_nccl.snapshot import SNAPSHOT_FILE, CollectionIssue, Snapshot
+from hyperpod_nccl.snapshot.aws import (
+    AwsSnapshot,
+    CloudWatchScan,
+    ClusterNode,
+    HyperPodCluster,
+    StreamMatches,
+)
+
+Window = Annotated[
+    str, Field(pattern=r"^(\d+[smhd])+$", description="How far back to look, e.g. 30m, 2h, 1d (default 2h).")
+]
+_MAX_ROWS = 50
+_EVIDENCE_PER_FINDING = 3
+_HEALTHY = "Running"
+
+
+def _compact(findings: list[Finding], *, keep_pass: bool = False) -> list[Finding]:
+    return [
+        f.model_copy(update={"evidence": f.evidence[:_EVIDENCE_PER_FINDING]})
+        for f in findings
+        if keep_pass or f.status != "PASS"
+    ]
+
+
+def _clients(region: str) -> AwsClients:
+    return AwsClients.create(region)
+
+
+def _describe(cluster: str, region: str) -> tuple[dict, HyperPodCluster]:
+    try:
+        described = hyperpod.describe_cluster(_clients(region).sagemaker, cluster, region)
+    except AwsPrerequisiteError as error:
+        raise ToolError(str(error)) from None
+    except Exception as error:  # botocore's errors: report which permission or call failed
+        raise ToolError(issue_for("sagemaker:DescribeCluster", error).message) from None
+    return described, hyperpod.parse_cluster(described)
+
+
+class ClusterDescription(BaseModel):
+    cluster: HyperPodCluster
+    findings: list[Finding] = Field(description="Cluster status and NodeRecovery checks.")
+
+
+def describe_cluster(cluster: ClusterName, region: Region) -> ClusterDescription:
+    """Describe a SageMaker HyperPod cluster (sagemaker:DescribeCluster).
+
+    Use this first to learn the cluster's status, orchestrator (EKS cluster ARN or Slurm),
+    NodeRecovery setting, instance groups with their counts, security groups and the cluster id
+    (which names its CloudWatch log group and SSM targets). Returns the cluster and the status /
+    NodeRecovery findings. A cluster that does not exist returns an error listing the region's
+    clusters.
+    """
+    _, parsed = _describe(cluster, region)
+    snapshot = Snapshot(collected_at=_now(), region=region, aws=AwsSnapshot(hyperpod=parsed))
+    return ClusterDescription(
+        cluster=parsed, findings=_compact(analyze_cluster_status(snapshot), keep_pass=True)
+    )
+
+
+class NodeList(BaseModel):
+    cluster: str
+    total: int = Field(description="Every node listed, all pages.")
+    complete: bool = Field(description="False when the listing stopped early; see `problem`.")
+    by_status: dict[str, int]
+    by_instance_group: dict[str, dict[str, int]]
+    unhealthy: list[ClusterNode] = Field(description=f"Nodes not Running, at most {_MAX_ROWS}.")
+    unhealthy_total: int
+    problem: str | None = None
+
+
+def list_cluster_nodes(cluster: ClusterName, region: Region) -> NodeList:
+    """List every node of a HyperPod cluster (all pages of sagemaker:ListClusterNodes), summarised.
+
+    Use this to see how many nodes are Running, Pending, in Failure or in deep health checks,
+    per instance group, and which instance ids are unhealthy. Returns counts and the unhealthy
+    nodes (instance id, group, status, message), never the full list of thousands of nodes.
+    """
+    nodes, listing = hyperpod.list_nodes(_clients(region).sagemaker, cluster)
+    groups: dict[str, Counter[str]] = {}
+    for node in nodes:
+        groups.setdefault(node.instance_group, Counter())[node.status] += 1
+    unhealthy = [node for node in nodes if node.status != _HEALTHY]
+    return NodeList(
+        cluster=cluster,
+        total=len(nodes),
+        complete=listing.complete,
+        by_status=dict(Counter(node.status for node in nodes)),
+        by_instance_group={group: dict(counts) for group, counts in groups.items()},
+        unhealthy=unhealthy[:_MAX_ROWS],
+        unhealthy_total=len(unhealthy),
+        problem=listing.issue.message if listing.issue else None,
+    )
+
+
+class CloudWatchResult(BaseModel):
+    log_group: str
+    found: bool
+    method: Literal["insights", "filter"] | None
+    window_start: str
+    window_end: str
+    streams: list[StreamMatches] = Field(
+        description=f"Node streams with hits, most hits first, at most {_MAX_ROWS}."
+    )
+    streams_total: int
+    findings: list[Finding]
+    problems: list[str] = Field(default_factory=list, description="Calls that failed or were skipped.")
+
+
+def _scan(cluster: str, region: str, since: str) -> tuple[Snapshot, list[CollectionIssue]]:
+    _, parsed = _describe(cluster, region)
+    logs = _clients(region).logs
+    end = datetime.now(UTC).replace(microsecond=0)
+    start = end - parse_window(since)
+    group = cloudwatch.log_group_name(parsed.name, parsed.cluster_id)
+    found, issue = cloudwatch.find_log_group(logs, group)
+    if found is None:
+        window = {"window_start": _iso(start), "window_end": _iso(end)}
+        scan = CloudWatchScan(log_group=group, found=False, complete=False, **window)
+        issues = [issue] if issue else []
+    else:
+        scan, issues = cloudwatch.scan_log_group(logs, found, start, end)
+    return Snapshot(collected_at=_iso(end), region=region, aws=AwsSnapshot(cloudwatch=[scan])), issues
+
+
+def scan_cloudwatch(cluster: ClusterName, region: Region, since: Window = "2h") -> CloudWatchResult:
+    """Search the HyperPod cluster's CloudWatch log group for NCCL, EFA, watchdog and Xid lines.
+
+    Runs a Logs Insights query aggregated by log stream (one stream per node) over the window,
+    falling back to FilterLogEvents. Use this when pods or nodes are gone, Kubernetes is not
+    reachable, or to see which nodes logged Xids or transport errors. Returns per-node hit counts
+    with the first matching line, and the findings; a missing log group is reported as such
+    (CloudWatch not enabled), never as healthy.
+    """
+    snapshot, issues = _scan(cluster, region, since)
+    [scan] = snapshot.aws.cloudwatch
+    ranked = sorted(scan.streams, key=lambda stream: -sum(stream.counts.values()))
+    return CloudWatchResult(
+        log_group=scan.log_group,
+        found=scan.found,
+        method=scan.method,
+        window_start=scan.window_start,
+        window_end=scan.window_end,
+        streams=ranked[:_MAX_ROWS],
+        streams_total=len(scan.streams),
+        findings=_compact(analyze_cloudwatch(snapshot)),
+        problems=[f"{issue.source}: {issue.message}" for issue in issues],
+    )
+
+
+def _now() -> str:
+    return _iso(datetime.now(UTC).replace(microsecond=0))
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+class DiagnosticResult(BaseModel):
+    source: str = Field(description="`live` or the bundle directory replayed.")
+    summary: Summary
+    findings: list[Finding] = Field(description="FAIL, WARN and INFO findings; PASS omitted.")
+    passed: list[str] = Field(description="Titles of the checks that passed.")
+    skipped: list[SkippedInput] = Field(description="What could not be collected, and why.")
+    saved_bundle: str | None = None
+
+
+class _ProgressRelay:
+    """Collectors report from worker threads; MCP progress is sent from the event loop, so the
+    latest update is kept here and a pump forwards it."""
+
+    def __init__(self) -> None:
+        self.latest: tuple[str, int, int | None] | None = None
+        self.updates = 0
+
+    def __call__(self, message: str, done: int, total: int | None) -> None:
+        self.latest, self.updates = (message, done, total), self.updates + 1
+
+    async def pump(self, ctx: Context, stop: anyio.Event) -> None:
+        sent = 0
+        while sent < self.updates or not stop.is_set():
+            if self.latest and sent < self.updates:
+                sent = self.updates
+                await ctx.report_progress(sent, None, self.latest[0])
+            with anyio.move_on_after(0.5):
+                await stop.wait()
+
+
+async def _collect_live(ctx: Context, options: DiagnoseOptions) -> Snapshot:
+    relay, stop = _ProgressRelay(), anyio.Event()
+    async with anyio.create_task_group() as group:
+        group.start_soon(relay.pump, ctx, stop)
+        try:
+            return await collect_snapshot_async(options, progress=relay)
+        except AwsPrerequisiteError as error:
+            raise ToolError(str(error)) from None
+        finally:
+            stop.set()
+
+
+def _load_bundle(directory: str) -> Snapshot:
+    path = Path(directory) / SNAPSHOT_FILE
+    if not path.is_file():
+        raise ToolError(f"{directory} is not a bundle: {SNAPSHOT_FILE} not found in it")
+    return Snapshot.load(Path(directory))
+
+
+async def run_diagnostic(
+    ctx: Context,
+    cluster: ClusterName | None = None,
+    region: Region | None = None,
+    namespace: Namespace | None = None,
+    job: JobName | None = None,
+    orchestrator: Literal["eks", "slurm"] | None = None,
+    node: InstanceId | None = None,
+    sample_nodes: Annotated[int, Field(ge=0, le=50, description="Nodes to probe over SSM; 0 skips.")] = 3,
+    since: Window = "2h",
+    bundle: ExistingPath | None = None,
+    save_bundle: Annotated[str | None, Field(description="Directory to write the snapshot to.")] = None,
+) -> DiagnosticResult:
+    """Run the full read-only HyperPod cluster diagnostic, live or from a saved bundle.
+
+    Use this first for an NCCL or distributed-training failure on HyperPod: it checks
+    the cluster and every node, cluster events, security-group self-references, Kubernetes
+    (pods, events, NetworkPolicies, NCCL env, pod logs) or Slurm, sampled on-node probes and
+    CloudWatch. Live: give `cluster` and `region` (scope with `namespace` / `job`). Offline: give
+    `bundle` (a directory written with `save_bundle` or `diagnose --save-bundle`). Returns the
+    FAIL/WARN/INFO findings with ids, references and suggested commands (run none yourself:
+    show them to the user), the passed checks by title, and what could not be collected.
+    Progress is reported while it runs; a large cluster can take minutes.
+    """
+    if bundle:
+        snapshot = _load_bundle(bundle)
+    else:
+        if not (cluster and region):
+            raise ToolError("give cluster and region for a live run, or bundle for a replay")
+        options = DiagnoseOptions(
+            cluster=cluster,
+            region=region,
+            namespace=namespace,
+            job=job,
+            orchestrator=orchestrator,
+            node=node,
+            sample_nodes=sample_nodes,
+            since=since,
+        )
+        snapshot = redact_model(await _collect_live(ctx, options))
+        if save_bundle:
+            snapshot.save(Path(save_bundle))
+    report = diagnose(snapshot)
+    return DiagnosticResult(
+        source=bundle or "live",
+        summary=report.summary,
+        findings=_compact(report.findings),
+        passed=[f.title for f in report.findings if f.status == "PASS"],
+        skipped=report.skipped,
+        saved_bundle=str(Path(save_bundle).resolve()) if save_bundle and not bundle else None,
+    )
