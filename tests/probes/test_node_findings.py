@@ -32,6 +32,10 @@ def assert_node_fault(found: Finding, priority: Priority, reference: str, sectio
     assert all(e.instance_id == FAULTY for e in found.evidence)
     assert found.evidence[0].source == f"probe:{section}"
     assert found.evidence[0].line is not None and found.evidence[0].line >= 1
+    assert found.suggested_commands, "a FAIL says what to run"
+    assert any(FAULTY in command.command for command in found.suggested_commands)
+    ladder = [command.blast_radius for command in found.suggested_commands]
+    assert ladder == sorted(ladder, key=list(BlastRadius).index), "investigate before changing anything"
 
 
 def peer_nodes(pattern: str) -> list[ProbeResult]:
@@ -104,9 +108,13 @@ def test_memlock_64_kib_under_containerd_blocks_efa() -> None:
     result = report(
         node(planted(with_section(healthy(), "limits", recorded("limits-memlock-64k.txt"))), FAULTY)
     )
-    memlock = finding(result, "node.limits.memlock")
+    [memlock] = [f for f in result.findings if f.id == "node.limits.memlock"]
     assert_node_fault(memlock, Priority.P0, "debugging-guide.md § 17", "limits")
-    assert "64 KiB" in memlock.title and "containerd" in memlock.title
+    assert memlock.title == "memlock limit is 64 KiB for processes started by containerd, kubelet"
+    assert [c.command for c in memlock.suggested_commands][1:] == [
+        "sudo systemctl edit containerd",
+        "sudo systemctl edit kubelet",
+    ]
 
 
 def test_dev_shm_of_64_mib_is_too_small() -> None:

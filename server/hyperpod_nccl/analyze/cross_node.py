@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from hyperpod_nccl.analyze.node_common import ProbedNode, probed_nodes
-from hyperpod_nccl.models import Finding, Priority, Status
+from hyperpod_nccl.analyze.node_common import ProbedNode, config_change, ladder, on_node, probed_nodes
+from hyperpod_nccl.models import Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.probes.parse.gpu import Field, throttle_reasons
 from hyperpod_nccl.snapshot import Snapshot
 
@@ -63,10 +63,21 @@ def _versions(nodes: list[ProbedNode]) -> list[Finding]:
                 detail="Ranks on different versions can disagree on protocols and hang or fail at init; "
                 "bring every node to one AMI / installer version.",
                 evidence=[node.evidence(fields[node].line) for node in odd[:6]],
+                suggested_commands=[c for node in odd[:6] for c in ladder(node, "investigate")],
                 **_scope(odd),
             )
         )
     return findings
+
+
+def _mtu_commands(node: ProbedNode, majority: str) -> list[SuggestedCommand]:
+    commands = [on_node(node, "ip -o link show")]
+    if majority.isdigit():
+        for name, field in node.facts.host.mtus.items():
+            if field.value != majority:
+                why = f"Match the other nodes' MTU on {node.label} (lasts until reboot)."
+                commands.append(config_change(f"sudo ip link set dev {name} mtu {majority}", why))
+    return commands
 
 
 def _mtu(nodes: list[ProbedNode]) -> Finding | None:
@@ -88,6 +99,7 @@ def _mtu(nodes: list[ProbedNode]) -> Finding | None:
         evidence=[
             n.evidence(f.line) for n in odd[:6] for f in n.facts.host.mtus.values() if f.value != majority
         ][:6],
+        suggested_commands=[c for n in odd[:6] for c in _mtu_commands(n, majority)],
         **_scope(odd),
     )
 

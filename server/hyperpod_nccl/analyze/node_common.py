@@ -103,6 +103,29 @@ def ladder(node: ProbedNode, up_to: str) -> list[SuggestedCommand]:
     return commands
 
 
+def on_node(node: ProbedNode, check: str) -> SuggestedCommand:
+    """A read-only check to run on the node: through a Session Manager shell on a cluster node,
+    directly where the probe ran on this host."""
+    target = node.result.target.ssm_target
+    if target is None:
+        return SuggestedCommand(command=check, why="Confirm on the host.", blast_radius=BlastRadius.READ_ONLY)
+    return SuggestedCommand(
+        command=f"aws ssm start-session --target {target} --region {node.region or '<region>'}",
+        why=f"Confirm on the node, in the session: {check}",
+        blast_radius=BlastRadius.READ_ONLY,
+        permission="ssm:StartSession",
+    )
+
+
+def config_change(command: str, why: str) -> SuggestedCommand:
+    return SuggestedCommand(
+        command=command,
+        why=f"{why} Persist it in the lifecycle scripts, or a replaced node comes back without it.",
+        blast_radius=BlastRadius.CHANGES_CONFIG,
+        permission="root on the node",
+    )
+
+
 def _replace(node: ProbedNode, base: str) -> SuggestedCommand:
     if node.orchestrator == "slurm" and node.hostname:
         command = f'scontrol update node={node.hostname} state=fail reason="Action:Replace"'

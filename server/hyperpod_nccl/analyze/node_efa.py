@@ -4,7 +4,7 @@ settings that steer libfabric away from EFA."""
 
 from __future__ import annotations
 
-from hyperpod_nccl.analyze.node_common import ProbedNode, ladder, merge_alike, probed_nodes
+from hyperpod_nccl.analyze.node_common import ProbedNode, ladder, merge_alike, on_node, probed_nodes
 from hyperpod_nccl.models import Finding, Priority, Status
 from hyperpod_nccl.probes.parse.efa import EXPECTED_EFA_DEVICES
 from hyperpod_nccl.snapshot import Snapshot
@@ -28,7 +28,10 @@ def _provider(node: ProbedNode, expected: int | None) -> Finding | None:
         "times and large jobs time out. Check the EFA driver and installer on the node; reboot if the "
         "devices vanished.",
         evidence=[node.evidence(line) for line in efa.fi_info_text[:4]],
-        suggested_commands=ladder(node, "reboot"),
+        suggested_commands=[
+            on_node(node, "fi_info -p efa -t FI_EP_RDM; ls /sys/class/infiniband"),
+            *ladder(node, "reboot"),
+        ],
         **node.scope(),
     )
 
@@ -45,7 +48,7 @@ def _device_count(node: ProbedNode, expected: int | None) -> Finding | None:
         reference=EFA_SETUP,
         detail="Missing EFA devices cut inter-node bandwidth; NCCL uses only the NICs it finds.",
         evidence=[node.evidence(line) for line in devices[:3]],
-        suggested_commands=ladder(node, "replace"),
+        suggested_commands=[on_node(node, "ls /sys/class/infiniband"), *ladder(node, "replace")],
         **node.scope(),
     )
 

@@ -3,7 +3,7 @@ the GPUs' fabric state, NVSwitch SXids, and what DCGM's health watches already s
 
 from __future__ import annotations
 
-from hyperpod_nccl.analyze.node_common import ProbedNode, ladder, merge_alike, probed_nodes
+from hyperpod_nccl.analyze.node_common import ProbedNode, ladder, merge_alike, on_node, probed_nodes
 from hyperpod_nccl.models import Finding, Priority, Status
 from hyperpod_nccl.probes.parse.sections import Line
 from hyperpod_nccl.snapshot import Snapshot
@@ -23,6 +23,9 @@ def _needs_fabric_manager(node: ProbedNode) -> bool:
 
 
 def _fail(node: ProbedNode, finding_id: str, title: str, detail: str, lines: list[Line]) -> Finding:
+    check = (
+        "systemctl status nvidia-fabricmanager; nv-fabricmanager --version; nvidia-smi -q | grep -A3 Fabric"
+    )
     return Finding(
         id=finding_id,
         status=Status.FAIL,
@@ -31,7 +34,7 @@ def _fail(node: ProbedNode, finding_id: str, title: str, detail: str, lines: lis
         reference=FABRIC_MANAGER,
         detail=detail,
         evidence=[node.evidence(line) for line in lines],
-        suggested_commands=ladder(node, "replace"),
+        suggested_commands=[on_node(node, check), *ladder(node, "replace")],
         **node.scope(),
     )
 

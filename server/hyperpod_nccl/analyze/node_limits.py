@@ -4,8 +4,14 @@ Slurm, and firewall rules that drop traffic."""
 
 from __future__ import annotations
 
-from hyperpod_nccl.analyze.node_common import ProbedNode, ladder, merge_alike, probed_nodes
-from hyperpod_nccl.models import Finding, Priority, Status
+from hyperpod_nccl.analyze.node_common import (
+    ProbedNode,
+    config_change,
+    merge_alike,
+    on_node,
+    probed_nodes,
+)
+from hyperpod_nccl.models import Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.probes.parse.efa import EXPECTED_EFA_DEVICES
 from hyperpod_nccl.probes.parse.host import Limit
 from hyperpod_nccl.snapshot import Snapshot
@@ -35,20 +41,40 @@ _LIMIT_EFFECT = {
     "memlock": "EFA memory registration fails (ibv_reg_mr: 'Cannot allocate memory').",
     "stack": "deep native stacks can overflow.",
 }
+_SYSTEMD_LIMIT = {"memlock": "LimitMEMLOCK=infinity", "stack": "LimitSTACK=infinity"}
 
 
-def _limit_finding(node: ProbedNode, kind: str, limit: Limit, minimum: int) -> Finding:
-    owner = "the probe's shell" if limit.owner == "shell" else limit.owner
+def _limit_fixes(node: ProbedNode, kind: str, low: list[Limit]) -> list[SuggestedCommand]:
+    owners = [limit.owner for limit in low]
+    label = "locked memory" if kind == "memlock" else "stack size"
+    daemons = [owner for owner in owners if owner != "shell"]
+    check = f"grep -i '{label}' " + " ".join(f"/proc/$(pgrep -xo {d})/limits" for d in daemons)
+    commands = [on_node(node, check if daemons else f"ulimit -{'l' if kind == 'memlock' else 's'}")]
+    for daemon in daemons:
+        why = f"Add [Service] {_SYSTEMD_LIMIT[kind]}, then restart {daemon} with no job on the node."
+        commands.append(config_change(f"sudo systemctl edit {daemon}", why))
+    if not daemons:
+        line = f"* - {kind} unlimited"
+        commands.append(
+            config_change(
+                f"echo '{line}' | sudo tee /etc/security/limits.d/90-{kind}.conf", "New logins pick it up."
+            )
+        )
+    return commands
+
+
+def _limit_finding(node: ProbedNode, kind: str, low: list[Limit], minimum: int) -> Finding:
+    owners = ", ".join("the probe's shell" if limit.owner == "shell" else limit.owner for limit in low)
     memlock = kind == "memlock"
     return Finding(
         id=f"node.limits.{kind}",
         status=Status.FAIL if memlock else Status.WARN,
         priority=Priority.P0 if memlock else Priority.P1,
-        title=f"{kind} limit is {_human(limit.kib or 0)} for processes started by {owner}",
+        title=f"{kind} limit is {_human(min(lim.kib or 0 for lim in low))} for processes started by {owners}",
         reference=LIMITS,
-        detail=f"Below {_human(minimum)}: {_LIMIT_EFFECT[kind]} Raise it for the daemon that starts jobs "
-        "(LimitMEMLOCK / LimitSTACK, /etc/security/limits.conf).",
-        evidence=[node.evidence(limit.line)],
+        detail=f"Below {_human(minimum)}: {_LIMIT_EFFECT[kind]} Jobs inherit their parent daemon's limit.",
+        evidence=[node.evidence(limit.line) for limit in low],
+        suggested_commands=_limit_fixes(node, kind, low),
         **node.scope(),
     )
 
@@ -65,9 +91,9 @@ def _limit_findings(node: ProbedNode) -> list[Finding]:
     if _pins_memory(node):
         checks.append(("memlock", node.facts.host.memlock, MIN_MEMLOCK_KIB))
     for kind, limits, minimum in checks:
-        for limit in _job_limits(limits):
-            if limit.kib is not None and 0 <= limit.kib < minimum:
-                findings.append(_limit_finding(node, kind, limit, minimum))
+        low = [limit for limit in _job_limits(limits) if limit.kib is not None and 0 <= limit.kib < minimum]
+        if low:
+            findings.append(_limit_finding(node, kind, low, minimum))
     return findings
 
 
@@ -88,6 +114,12 @@ def _shm(node: ProbedNode) -> list[Finding]:
                 detail="NCCL's intra-node transport and DataLoader workers need far more: "
                 "'failed to extend /dev/shm', bus errors. Size /dev/shm for the job.",
                 evidence=[node.evidence(host.shm_size_kib.line)],
+                suggested_commands=[
+                    on_node(node, "df -h /dev/shm"),
+                    config_change(
+                        "sudo mount -o remount,size=50% /dev/shm", "Half of RAM, as tmpfs defaults to."
+                    ),
+                ],
                 **node.scope(),
             )
         )
@@ -101,7 +133,7 @@ def _shm(node: ProbedNode) -> list[Finding]:
                 reference=LIMITS,
                 detail="Stale NCCL files or another job hold the space; the next job cannot grow its files.",
                 evidence=[node.evidence(host.shm_size_kib.line)],
-                suggested_commands=ladder(node, "investigate"),
+                suggested_commands=[on_node(node, "ls -la /dev/shm | sort -k5 -n | tail")],
                 **node.scope(),
             )
         )
@@ -121,6 +153,13 @@ def _stale_shm(node: ProbedNode) -> Finding | None:
         detail=f"{node.facts.host.nccl_shm_files} nccl-* file(s) in all. Left by a killed job, they hold "
         "/dev/shm space; remove them only with no job on the node.",
         evidence=[node.evidence(line) for line in stale[:4]],
+        suggested_commands=[
+            on_node(node, "ls -l /dev/shm/nccl-*"),
+            config_change(
+                "sudo find /dev/shm -maxdepth 1 -name 'nccl-*' -mmin +60 -delete",
+                "Only with no job running on the node.",
+            ),
+        ],
         **node.scope(),
     )
 
@@ -138,6 +177,14 @@ def _remove_ipc(node: ProbedNode) -> Finding | None:
         detail="logind deletes a user's shared memory when their last session ends, under a running job. "
         "Set RemoveIPC=no in /etc/systemd/logind.conf.",
         evidence=[node.evidence(setting.line)] if setting else [],
+        suggested_commands=[
+            on_node(node, "grep -i RemoveIPC /etc/systemd/logind.conf"),
+            config_change(
+                "sudo sed -i 's/^#\\?RemoveIPC=.*/RemoveIPC=no/' /etc/systemd/logind.conf "
+                "&& sudo systemctl restart systemd-logind",
+                "Keeps shared memory of jobs alive when a user's last session ends.",
+            ),
+        ],
         **node.scope(),
     )
 
@@ -155,7 +202,7 @@ def _firewall(node: ProbedNode) -> Finding | None:
         detail="NCCL bootstrap and socket traffic use ephemeral ports between nodes; a DROP/REJECT rule on "
         "INPUT/OUTPUT can stall rendezvous or fall-back transports.",
         evidence=[node.evidence(line) for line in drops[:5]],
-        suggested_commands=ladder(node, "investigate"),
+        suggested_commands=[on_node(node, "sudo iptables -S | grep -E 'DROP|REJECT'")],
         **node.scope(),
     )
 
