@@ -162,10 +162,13 @@ def diff_reports(previous: Report, current: Report) -> ReportComparison:
 
 
 def report_from_data(data: Any, what: str = "report") -> Report:
-    """A Report from `--json` output. Top-level fields added after v1 are ignored, as the
-    contract promises readers may (shapes only ever grow)."""
+    """A Report from `--json` output or a diagnostic tool's answer. Top-level fields added after
+    v1 are ignored, as the contract promises readers may (shapes only ever grow)."""
     if not isinstance(data, dict):
         raise UnusableReport(f"{what} is not a JSON object from `triage --json` or `diagnose --json`")
+    if "kind" not in data and "passed" in data:
+        # run_diagnostic's answer: the diagnose report's findings without the envelope.
+        data = {**data, "kind": "diagnose"}
     known = {key: value for key, value in data.items() if key in Report.model_fields}
     try:
         return Report.model_validate(known)

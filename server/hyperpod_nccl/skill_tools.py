@@ -26,7 +26,7 @@ ReportInput = Annotated[
     Field(
         description=(
             "A report: the path of a JSON file saved with `triage --json` / `diagnose --json`, or the "
-            "report object a triage_logs / run_diagnostic call returned, passed as is."
+            "object a triage_logs or run_diagnostic call returned, passed as is."
         )
     ),
 ]

@@ -165,3 +165,20 @@ def test_a_bad_previous_report_stops_triage_before_it_reads_any_log(tmp_path: Pa
     )
     assert result.returncode == 2
     assert "is not JSON" in result.stderr and "save a report with --json" in result.stderr
+
+
+def test_run_diagnostic_answers_compare_like_diagnose_reports() -> None:
+    from hyperpod_nccl.compare import report_from_data
+    from hyperpod_nccl.diagnose_tools import DiagnosticResult
+
+    def answer(report: Report) -> dict:
+        issues = [f for f in report.findings if f.is_issue]
+        result = DiagnosticResult(
+            source="live", summary=report.summary, findings=issues, passed=[], skipped=[]
+        )
+        return result.model_dump(mode="json")
+
+    before = report_from_data(answer(incident_report()))
+    after = report_from_data(answer(rerun(finding("efa.tcp_fallback", priority=Priority.P1))))
+    assert before.kind == "diagnose"
+    assert [change.id for change in diff_reports(before, after).fixed] == ["nccl.watchdog.straggler"]
