@@ -3,7 +3,12 @@ and 24.11 (state spellings, `scontrol` fields, pending reasons, controller failu
 
 from __future__ import annotations
 
+import anyio
+
+from hyperpod_nccl.collect.slurm import collect_slurm
 from hyperpod_nccl.models import BlastRadius, Priority, Status
+from hyperpod_nccl.probes.runners.base import NodeTarget
+from hyperpod_nccl.probes.runners.replay import ReplayRunner
 from hyperpod_nccl.slurm.probe import snapshot_from_output
 from hyperpod_nccl.slurm.service import slurm_report
 from hyperpod_nccl.snapshot import Snapshot
@@ -190,3 +195,12 @@ def test_a_job_slurmctld_forgot_is_read_from_sacct() -> None:
     assert node_fail.evidence[0].source == "sacct" and node_fail.nodes == ["ip-10-1-1-12", "ip-10-1-1-14"]
     assert node_fail.reference == "debugging-guide.md § 16"
     assert not findings(report, "slurm.job.not_found")
+
+
+def test_a_kubernetes_job_name_is_not_sent_to_slurm() -> None:
+    runner = ReplayRunner({"local": (RECORDED / "slurm-22.05.txt").read_text(encoding="utf-8")})
+    slurm, issues = anyio.run(
+        lambda: collect_slurm(runner, NodeTarget(hostname="ctl"), job_id="llama-pretrain")
+    )
+    assert slurm is not None and slurm.job_id is None and slurm.job is None
+    assert issues[0].kind == "skipped" and "not a Slurm job id" in issues[0].message

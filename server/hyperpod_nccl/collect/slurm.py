@@ -8,6 +8,7 @@ to HyperPod instance ids through `DescribeClusterNode`'s private DNS host name.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import anyio
@@ -23,6 +24,7 @@ from hyperpod_nccl.snapshot.slurm import SlurmSnapshot
 PROBE_TIMEOUT_S = 180.0
 _MAX_DESCRIBED = 200  # DescribeClusterNode calls per run: enough for the nodes worth naming
 _CONCURRENCY = 8
+_SLURM_JOB_ID = re.compile(r"\d{1,12}(_\d{1,9})?")
 
 
 class ControllerNotFound(LookupError):
@@ -33,10 +35,15 @@ async def collect_slurm(
     runner: Runner, target: NodeTarget, *, job_id: str | None = None, timeout_s: float = PROBE_TIMEOUT_S
 ) -> tuple[SlurmSnapshot | None, list[CollectionIssue]]:
     """Run the controller probe on `target`; a probe that printed nothing yields None and why."""
+    issues = []
+    if job_id and not _SLURM_JOB_ID.fullmatch(job_id):
+        # `diagnose --job` also takes Kubernetes job names; on Slurm only a job id means anything.
+        message = f"{job_id!r} is not a Slurm job id; jobs were read without it"
+        issues.append(CollectionIssue(source="slurm job", kind="skipped", message=message))
+        job_id = None
     script = probe_script(SCRIPT, {"JOB_ID": job_id} if job_id else {})
     result = await runner.run(script, target, timeout_s)
     source = "ssm" if target.ssm_target else "local"
-    issues = []
     if result.status != "ok":
         kind = result.status if result.status in ("unreachable", "timeout", "access_denied") else "error"
         issues.append(

@@ -40,6 +40,11 @@ grep_file() {
     timeout "$LIMIT" grep -nE "$1" "$2" 2>/dev/null
 }
 
+# Defence in depth: the callers validate JOB_ID already; anything but a job id is dropped here.
+case "${JOB_ID:-}" in
+*[!0-9_]*) JOB_ID= ;;
+esac
+
 SETTINGS='RemoveIPC|memlock|MEMLOCK|ulimit|NCCL_|FI_|OFI_|FI_EFA|LD_LIBRARY_PATH|PropagateResourceLimits'
 
 run version scontrol --version
