@@ -60,7 +60,7 @@ def _service(node: ProbedNode) -> Finding:
         )
     state = "not installed" if fabric.unit_missing else fabric.state.value if fabric.state else "unknown"
     if state != "active":
-        title = f"nvidia-fabricmanager is {state} on {node.label}"
+        title = f"nvidia-fabricmanager is not running ({state}) on {node.label}"
         lines = [fabric.state.line] if fabric.state else []
         return _fail(node, "node.fabric.manager_down", title, _DOWN, lines)
     if fabric.version and driver and fabric.version.value != driver.value:

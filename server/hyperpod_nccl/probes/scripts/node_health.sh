@@ -3,13 +3,15 @@
 # Nothing here changes the node: no restarts, no resets, no `dcgmi diag`, no writes outside stdout.
 # Every external command runs under `timeout`; a missing tool prints "not installed: <tool>" and
 # the script carries on. Sections are delimited by catalog.SECTION_MARKER for the parser.
-# Parameter (environment, validated by the catalogue): PROBE_CMD_TIMEOUT seconds per command.
+# Parameter (environment, validated by the catalogue): PROBE_CMD_TIMEOUT seconds per command
+# (default 10: a healthy node answers each in well under a second; a hung GPU must not eat the
+# whole 180 s session budget).
 
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/opt/amazon/efa/bin:/usr/local/cuda/bin:$PATH
 LC_ALL=C
 export PATH LC_ALL
-T=${PROBE_CMD_TIMEOUT:-20}
-case $T in '' | *[!0-9]*) T=20 ;; esac
+T=${PROBE_CMD_TIMEOUT:-10}
+case $T in '' | *[!0-9]*) T=10 ;; esac
 
 section() { printf '===== hyperpod-nccl:section %s =====\n' "$1"; }
 have() { command -v "$1" >/dev/null 2>&1; }
