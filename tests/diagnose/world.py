@@ -110,14 +110,20 @@ def _instance_group(
     return group
 
 
-def _fill_in_moto(name: str, extra: dict[str, Any], statuses: dict[int, tuple[str, str]]) -> list[str]:
+def _default_instance_id(index: int) -> str:
+    return f"i-0f3a9c1d2b4e{index:05x}" if index > 4 else f"i-0f3a9c1d2b4e5f6{index:02d}"
+
+
+def _fill_in_moto(
+    name: str, extra: dict[str, Any], statuses: dict[int, tuple[str, str]], instance_ids: list[str] | None
+) -> list[str]:
     """Give moto's cluster the fields it drops and its nodes real instance ids and statuses."""
     cluster = sagemaker_backends[ACCOUNT][REGION].clusters[name]
     described = cluster.describe
     cluster.describe = lambda: {**described(), **extra}
     renamed = {}
     for index, node in enumerate(cluster.nodes.values()):
-        node.instance_id = f"i-0f3a9c1d2b4e{index:05x}" if index > 4 else f"i-0f3a9c1d2b4e5f6{index:02d}"
+        node.instance_id = instance_ids[index] if instance_ids else _default_instance_id(index)
         node.status, message = statuses.get(index, ("Running", ""))
         # moto pages by each object's `arn`, which its ClusterNode lacks: without one, page 2 never comes.
         node.arn = f"{extra['ClusterArn']}/node/{node.instance_id}"
@@ -144,13 +150,16 @@ def plant_cluster(
     vpc_sgs: list[str],
     extra: dict[str, Any],
     statuses: dict[int, tuple[str, str]] | None = None,
+    instance_ids: list[str] | None = None,
 ) -> tuple[str, list[str]]:
+    """A cluster in moto; `extra` may carry a real-looking ClusterArn (moto puts the name in it)."""
     arn = _client("sagemaker", url).create_cluster(
         ClusterName=name,
         InstanceGroups=groups,
         VpcConfig={"SecurityGroupIds": vpc_sgs, "Subnets": ["subnet-0a1b2c3d4e5f60718"]},
     )["ClusterArn"]
-    return arn, _fill_in_moto(name, {"ClusterArn": arn, **extra}, statuses or {})
+    extra = {"ClusterArn": arn, **extra}
+    return extra["ClusterArn"], _fill_in_moto(name, extra, statuses or {}, instance_ids)
 
 
 def plant_eks_cluster(url: str, name: str = "ml-cluster-prod") -> World:

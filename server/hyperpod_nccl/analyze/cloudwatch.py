@@ -58,7 +58,9 @@ _CONCERNS = (
 
 
 def _hits(stream: StreamMatches, concern: _Concern) -> int:
-    return sum(stream.counts.get(pattern, 0) for pattern in concern.patterns)
+    # One line can match two patterns of a concern (an Xid that says "fallen off the bus"):
+    # the largest count is a floor on the lines, where the sum would count some twice.
+    return max(stream.counts.get(pattern, 0) for pattern in concern.patterns)
 
 
 def _evidence(scan: CloudWatchScan, stream: StreamMatches, hits: int) -> Evidence:

@@ -80,4 +80,4 @@ class CollectionRun:
 
 
 def skipped(source: str, why: str) -> CollectionIssue:
-    return CollectionIssue(source=source, kind="skipped", message=f"skipped: {why}")
+    return CollectionIssue(source=source, kind="skipped", message=why)

@@ -1,0 +1,32 @@
+"""The shipped example bundle replays offline and reports the problems its README lists."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hyperpod_nccl.cli import main
+from tests.diagnose.example_bundle import EXAMPLE, WORKERS
+
+
+def test_the_example_replays_with_its_planted_problems(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    assert main(["diagnose", "--bundle", str(EXAMPLE), "--json"]) == 1
+    findings = {f["id"]: f for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert findings["aws.security_group.self_reference_missing"]["priority"] == "P0"
+    assert findings["hyperpod.nodes.failed"]["instance_ids"] == [WORKERS[7]]
+    assert findings["cloudwatch.xid"]["instance_ids"] == [WORKERS[7]]
+    assert findings["cloudwatch.watchdog"]["instance_ids"] == [WORKERS[3]]
+    assert findings["hyperpod.events.infrastructure"]["instance_ids"] == [WORKERS[7]]
+
+
+def test_the_example_holds_the_kubernetes_side_redacted() -> None:
+    text = (Path(EXAMPLE) / "snapshot.json").read_text()
+    snapshot = json.loads(text)
+    assert snapshot["orchestrator"] == "eks" and snapshot["job"] == "qwen"
+    assert len(snapshot["kubernetes"]["pods"]) == 3
+    assert "[REDACTED]" in text and "hf_" not in text
