@@ -73,3 +73,30 @@ async def test_from_my_job_hangs_to_the_culprit_the_section_the_rerun_and_the_bu
     assert "ip-10-1-0-15" in case
     assert "Region: `us-west-2`" in case
     assert f"[FIXED] {fixed['priority']} {fixed['id']}" in case  # what the last change did
+
+
+async def test_the_cluster_path_replays_a_snapshot_compares_and_bundles_it(tmp_path: Path) -> None:
+    from tests.skill.fixtures import incident_snapshot
+
+    incident_snapshot().save(tmp_path / "saved")
+    async with Client(SERVER) as client:
+        if "run_diagnostic" not in {tool.name for tool in (await client.list_tools()).tools}:
+            pytest.skip("the run_diagnostic tool has not landed yet")
+        result = await call(client, "run_diagnostic", {"bundle": str(tmp_path / "saved")})
+        for finding in result["findings"]:
+            if finding["status"] == "FAIL":
+                file, section = finding["reference"].split(" § ", 1)
+                await call(client, "read_reference", {"file": file, "section": section})
+        same = await call(client, "compare_reports", {"previous": result, "current": result})
+        output = tmp_path / "cluster.tar.gz"
+        bundle = await call(
+            client,
+            "create_escalation_bundle",
+            {"output_path": str(output), "report": result, "snapshot_dir": str(tmp_path / "saved")},
+        )
+    issues = [f for f in result["findings"] if f["status"] in ("FAIL", "WARN")]
+    assert same["summary"]["still_failing"] == len(issues) and same["fixed"] == same["new"] == []
+    assert bundle["case"]["cluster"]["name"] == "ml-cluster-prod"
+    assert bundle["case"]["environment"]["variables"]["NCCL_DEBUG"] == "INFO"
+    with tarfile.open(output, "r:gz") as tar:
+        assert "hyperpod-nccl-escalation/snapshot.json" in tar.getnames()
