@@ -38,6 +38,8 @@ format: $(STAMP)
 
 ## make bench: throughput and peak memory of log triage against rg and grep -E
 bench: $(STAMP)
+	@command -v rg >/dev/null || apt-get install -y -qq ripgrep >/dev/null 2>&1 \
+	  || echo "ripgrep not installed and could not be installed (apt-get install ripgrep)"
 	$(BIN)/python bench/run.py
 
 clean:
