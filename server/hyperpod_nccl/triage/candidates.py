@@ -57,11 +57,24 @@ def _refine_culprits(
         candidate.ranks, candidate.nodes = [], []
     elif meaning.id in NODE_LEVEL_IDS and not candidate.ranks:
         candidate.ranks = sorted(r for r, node in topology.rank_node.items() if node in candidate.nodes)
-    elif meaning.category == Category.RENDEZVOUS and _LATE_SETUP in groups:
+    elif meaning.category == Category.RENDEZVOUS:
+        candidate.ranks = _store_culprits(groups) or candidate.ranks
+        candidate.nodes = (
+            sorted({n for r in candidate.ranks if (n := topology.node_of(r))}) or candidate.nodes
+        )
+
+
+def _store_culprits(groups: dict[str, tuple[Meaning, list[Event]]]) -> list[int]:
+    """Ranks still installing packages never reached the store; a rank every other rank waited on
+    for the ncclUniqueId never published it."""
+    if _LATE_SETUP in groups:
         late = sorted(set().union(*(event_ranks(e) for e in groups[_LATE_SETUP][1])))
         if late:
-            candidate.ranks = late
-            candidate.nodes = sorted({n for r in late if (n := topology.node_of(r))})
+            return late
+    events = [
+        e for meaning, found in groups.values() if meaning.category == Category.RENDEZVOUS for e in found
+    ]
+    return sorted({int(e.fields["root"]) for e in events if "root" in e.fields})
 
 
 def _candidate(

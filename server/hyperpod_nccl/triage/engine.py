@@ -15,7 +15,7 @@ from datetime import datetime
 from multiprocessing import get_context
 from pathlib import Path
 
-from hyperpod_nccl.models import Report, RootCause, SkippedInput, TimelineEvent
+from hyperpod_nccl.models import Finding, Report, RootCause, SkippedInput, TimelineEvent
 from hyperpod_nccl.triage.budget import fit_to_budget
 from hyperpod_nccl.triage.candidates import (
     catalogue_candidates,
@@ -30,6 +30,8 @@ from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.fatal import Meaning, meaning_of
 from hyperpod_nccl.triage.findings import (
     catalogue_finding,
+    decisive,
+    evidence,
     nccl_findings,
     rank_state_groups,
     silent_exit_finding,
@@ -51,6 +53,7 @@ from hyperpod_nccl.triage.versions import version_skew
 PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
 MAX_WORKERS = 4
 TIMELINE_LIMIT = 12
+ORIGIN_EVIDENCE = 16
 _FINAL_KINDS = frozenset({"worker_exit", "srun_task", "slurm_cancel", "take_down", "sigterm"})
 _NODE_LOG_KINDS = frozenset({"xid", "sxid", "fell_off_bus", "oom_killed"})
 _NODE_LOG_NAMES = (".dmesg", "kern.log", "dmesg.log", "syslog", "messages")
@@ -108,7 +111,9 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
         candidates += [c for c in [silent_exit_candidate(exits, verdict, topology, clock)] if c]
     candidates += [skew.candidate] if skew else []
     context = _context(scans, verdict, states, events, groups, fired, clock)
-    cause = _root_cause(candidates, verdict, context, topology)
+    cause, origin = _root_cause(candidates, verdict, context, topology)
+    if origin is not None and origin.finding_id in groups:
+        _widen_evidence(findings, groups[origin.finding_id][1], origin.finding_id, topology, clock)
     report = Report.build(
         "triage",
         findings,
@@ -120,7 +125,7 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
         job=job_summary(scans, events, topology, clock.notes()),
         rank_states=rank_state_groups(states, verdict, topology),
     )
-    return fit_to_budget(report)
+    return fit_to_budget(report, protected=origin.finding_id if origin else None)
 
 
 def _fill_nodes(events: list[Event], topology: Topology) -> None:
@@ -225,20 +230,29 @@ def _job_started(
     return min(moments, default=None)
 
 
+def _widen_evidence(
+    findings: list[Finding], events: list[Event], finding_id: str, topology: Topology, clock: Clock
+) -> None:
+    """The origin's finding quotes every witness rank (up to a limit), not just the first two."""
+    for finding in findings:
+        if finding.id == finding_id:
+            finding.evidence = [evidence(e, topology) for e in decisive(events, clock, ORIGIN_EVIDENCE)]
+
+
 def _root_cause(
     candidates: list[Candidate], verdict: Classification, context: Context, topology: Topology
-) -> RootCause | None:
+) -> tuple[RootCause | None, Candidate | None]:
     suspects = verdict.culprits if verdict.verdict in ("straggler", "silent") else []
     candidates, context.stale = drop_stale(candidates, context.job_started)
     date_by_the_stall(candidates, set(suspects), context.started)
     top = choose(candidates)
     if top is None:
-        return None
+        return None, None
     if suspects and (not top.ranks or top.category.value == "storage_io"):
         on_nodes = [r for r in suspects if not top.nodes or topology.node_of(r) in top.nodes]
         top.ranks = on_nodes or (suspects if top.category.value == "storage_io" else top.ranks)
     nodes = sorted({n for r in top.ranks if (n := topology.node_of(r))}) or top.nodes
-    return root_cause(top, context, nodes)
+    return root_cause(top, context, nodes), top
 
 
 def _timeline(

@@ -197,6 +197,20 @@ _SIMPLE: dict[str, Meaning] = {
         "Ranks still installing packages at start-up",
         "debugging-guide.md § 7",
     ),
+    "io_error": _fail(
+        "triage.storage.io_error",
+        "Reads from storage failed (I/O error)",
+        C.STORAGE_IO,
+        68,
+        "debugging-guide.md § 14",
+    ),
+    "lustre_evicted": _fail(
+        "triage.storage.lustre_evicted",
+        "The node's Lustre client was evicted or lost its server",
+        C.STORAGE_IO,
+        70,
+        "debugging-guide.md § 14",
+    ),
     "storage_timeout": _warn(
         "triage.storage.timeout", "Storage requests timed out", C.STORAGE_IO, 40, "debugging-guide.md § 14"
     ),
@@ -260,10 +274,10 @@ _SIGKILL = _fail(
     "debugging-guide.md § 4",
 )
 _SEGFAULT = _fail(
-    "triage.software.segfault",
-    "Worker crashed (segmentation fault)",
-    C.SOFTWARE,
-    45,
+    "triage.unknown.segfault",
+    "Worker crashed with SIGSEGV and printed no reason",
+    C.UNKNOWN,
+    54,  # above a silent stall: the rank is known to have died
     "debugging-guide.md § 15",
 )
 _EXCEPTION = _fail(
@@ -337,6 +351,7 @@ def meaning_of(event: Event) -> Meaning | None:
         "slurm_cancel": _slurm_cancel,
         "exception": _exception,
         "nccl_error": _nccl_error,
+        "dataloader_caught": _dataloader_caught,
         "remote_exit": lambda _: _NCCL_ERROR,
         "nccl_aborted": lambda _: _NCCL_ERROR,
     }.get(kind)
@@ -426,6 +441,26 @@ def _exception(event: Event) -> Meaning | None:
     if "OutOfMemory" in name:
         return _SIMPLE["cuda_oom"]
     return _EXCEPTION
+
+
+_DATA_CLASSES = (
+    "ReadError",
+    "UnpicklingError",
+    "UnidentifiedImageError",
+    "DecodeError",
+    "JSONDecodeError",
+    "BadZipFile",
+)
+
+
+def _dataloader_caught(event: Event) -> Meaning | None:
+    """`Caught OSError in DataLoader worker process 2.`: the wrapped class says what failed."""
+    name = event.fields.get("cls", "")
+    if name in ("OSError", "IOError"):
+        return _SIMPLE["io_error"]
+    if name.endswith(_DATA_CLASSES):
+        return _SIMPLE["data_error"]
+    return _exception(Event("exception", event.source, event.line, event.text, fields={"cls": name}))
 
 
 def _nccl_error(event: Event) -> Meaning:

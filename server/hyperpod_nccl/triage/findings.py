@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from hyperpod_nccl.models import (
     BlastRadius,
@@ -27,8 +28,26 @@ MAX_LISTED_RANKS = 64
 MAX_LISTED_NODES = 16
 
 
+# PyTorch appends advice to some lines; the quote keeps what the line says, not the advice.
+_BOILERPLATE = (
+    ".This is most likely caused",
+    " If reserved but unallocated",
+    " Due to the asynchronous nature",
+)
+
+
+def clip(text: str, limit: int = EVIDENCE_TEXT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    for marker in _BOILERPLATE:
+        cut = text.find(marker)
+        if 0 < cut <= limit:
+            return text[: cut + 1] + "…"
+    return text[:limit] + "…"
+
+
 def evidence(event: Event, topology: Topology) -> Evidence:
-    text = event.text if len(event.text) <= EVIDENCE_TEXT_CHARS else event.text[:EVIDENCE_TEXT_CHARS] + "…"
+    text = clip(event.text)
     return Evidence(
         source=event.source,
         line=event.line,
@@ -39,18 +58,22 @@ def evidence(event: Event, topology: Topology) -> Evidence:
 
 
 def decisive(events: Iterable[Event], clock: Clock, limit: int = MAX_EVIDENCE) -> list[Event]:
-    """The earliest events, at most one per rank, so the evidence shows distinct witnesses."""
-    chosen: list[Event] = []
+    """The earliest events, one per rank first so the evidence shows distinct witnesses, then the
+    other lines of those ranks (an exception and the DataLoader line that wrapped it)."""
+    ordered = sorted(events, key=lambda e: _when(e, clock))
+    firsts: list[Event] = []
     seen: set[int | None] = set()
-    remaining = list(events)
-    while remaining and len(chosen) < limit:
-        first = earliest(remaining, clock)
-        assert first is not None
-        remaining.remove(first)
-        if first.rank is None or first.rank not in seen:
-            chosen.append(first)
-            seen.add(first.rank)
-    return chosen
+    for event in ordered:
+        if event.rank is None or event.rank not in seen:
+            firsts.append(event)
+            seen.add(event.rank)
+    rest = [e for e in ordered if e not in firsts]
+    return (firsts + rest)[:limit]
+
+
+def _when(event: Event, clock: Clock) -> tuple[int, datetime, str, int]:
+    moment = clock.at(event.stamp)
+    return (0 if moment else 1, moment or datetime.max, event.source, event.line)
 
 
 def listed(ranks: Iterable[int]) -> list[int]:

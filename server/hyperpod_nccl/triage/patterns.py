@@ -170,7 +170,8 @@ CONFIG = (
             "TCP client failed to connect",
         ),
         r"^(?=(?:.*?connect to \((?P<master>[^,\s]+), (?P<port>\d+)\))?)"
-        r"(?=(?:.*?(?P<joined>\d+)/(?P<expected>\d+) clients joined)?)",
+        r"(?=(?:.*?(?P<joined>\d+)/(?P<expected>\d+) clients joined)?)"
+        r"(?=(?:.*?ncclUniqueId from \[(?P<root>\d+)\])?)",
     ),
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
     _p(
@@ -245,6 +246,17 @@ SCHEDULER = (
 
 STORAGE_CLIENT = (
     _p("storage_error", ("AISBatchLoaderError", "BatchLoaderError")),
+    _p("io_error", ("Input/output error", "Stale file handle", "Transport endpoint is not connected")),
+    _p(
+        "lustre_evicted",
+        ("This client was evicted", "LustreError", "Lustre: "),
+        r"evicted|was lost|LustreError",
+    ),
+    _p(
+        "dataloader_caught",
+        "in DataLoader worker process",
+        r"Caught (?P<cls>\w+) in DataLoader worker process",
+    ),
     _p("retries_exhausted", "Max retries exceeded"),
     _p("retry_last_attempt", "Retry(total=0"),
     _p("retries_exhausted", ("retrying", "Retrying"), r"(?i)retr(?:y|ying|ies)\D{0,12}(\d+)\s*/\s*\1\b"),

@@ -196,6 +196,7 @@ def _record(
         _attach_failure_block(state, event)
     key = (
         event.kind,
+        pattern.anchors[0],
         event.rank,
         stripped.local_rank,
         event.node,
