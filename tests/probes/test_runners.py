@@ -213,3 +213,12 @@ def test_the_local_runner_feeds_the_script_on_stdin_with_params_as_env() -> None
     assert result.status == "ok"
     assert "command_timeout_s: 7\n" in result.output
     assert "===== hyperpod-nccl:section end =====" in result.output
+
+
+def test_a_held_stdin_never_reads_as_end_of_input() -> None:
+    # session-manager-plugin must not see EOF on its input while the node's command still runs.
+    reader = ["sh", "-c", "read line; echo saw end of input"]
+    held = anyio.run(lambda: run_argv(reader, timeout_s=1, hold_stdin=True))
+    assert held.timed_out and held.output == ""
+    closed = anyio.run(lambda: run_argv(reader, timeout_s=10))
+    assert not closed.timed_out and closed.output == "saw end of input\n"

@@ -52,13 +52,17 @@ async def run_argv(
     timeout_s: float,
     stdin: bytes | None = None,
     env: Mapping[str, str] | None = None,
+    hold_stdin: bool = False,
 ) -> ProcessOutcome:
-    """Run `argv` directly (no shell), feeding `stdin`, for at most `timeout_s` seconds."""
+    """Run `argv` directly (no shell), feeding `stdin`, for at most `timeout_s` seconds.
+
+    `hold_stdin` gives the process a pipe that stays open and empty until it exits, for programs
+    that would take end-of-input as "the user is done" (session-manager-plugin)."""
     started = time.monotonic()
     chunks: list[bytes] = []
     process = await anyio.open_process(
         list(argv),
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdin=subprocess.PIPE if stdin is not None or hold_stdin else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=dict(env) if env is not None else None,

@@ -114,7 +114,7 @@ class SsmRunner:
             return _start_failure(target, script, error)
         try:
             argv = plugin_argv(plugin, session, self.region, parameters, client.meta.endpoint_url)
-            outcome = await run_argv(argv, timeout_s=timeout_s)
+            outcome = await run_argv(argv, timeout_s=timeout_s, hold_stdin=True)
         finally:
             with anyio.CancelScope(shield=True):
                 await self._terminate(session["SessionId"])
