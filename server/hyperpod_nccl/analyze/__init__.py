@@ -13,17 +13,26 @@ from hyperpod_nccl.analyze.cluster_events import analyze_cluster_events
 from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
 from hyperpod_nccl.analyze.collection import analyze_collection
 from hyperpod_nccl.analyze.cross_node import analyze_cross_node
+from hyperpod_nccl.analyze.efa_plugin import analyze_efa_plugin
+from hyperpod_nccl.analyze.k8s_events import analyze_k8s_events
+from hyperpod_nccl.analyze.k8s_nodes import analyze_k8s_nodes
+from hyperpod_nccl.analyze.master_addr import analyze_master_addr
+from hyperpod_nccl.analyze.nccl_env import analyze_nccl_env
+from hyperpod_nccl.analyze.network_policy import analyze_network_policy
 from hyperpod_nccl.analyze.node_efa import analyze_node_efa
 from hyperpod_nccl.analyze.node_fabric import analyze_node_fabric
 from hyperpod_nccl.analyze.node_gpu import analyze_node_gpu
 from hyperpod_nccl.analyze.node_kernel import analyze_node_kernel
 from hyperpod_nccl.analyze.node_limits import analyze_node_limits
 from hyperpod_nccl.analyze.node_probe import analyze_node_probe
+from hyperpod_nccl.analyze.pods import analyze_pods
 from hyperpod_nccl.analyze.security_groups import analyze_security_groups
+from hyperpod_nccl.analyze.shm import analyze_shm
 from hyperpod_nccl.analyze.slurm_controller import analyze_slurm_controller
 from hyperpod_nccl.analyze.slurm_host import analyze_slurm_host
 from hyperpod_nccl.analyze.slurm_jobs import analyze_slurm_jobs
 from hyperpod_nccl.analyze.slurm_nodes import analyze_slurm_nodes
+from hyperpod_nccl.analyze.version_skew import analyze_version_skew
 from hyperpod_nccl.models import Finding
 from hyperpod_nccl.snapshot import Snapshot
 
@@ -40,6 +49,19 @@ PROBE_ANALYZERS: list[Analyzer] = [
     analyze_cross_node,
 ]
 
+# The Kubernetes checks; `list_pods` and a Kubernetes-only run use just these.
+KUBERNETES_ANALYZERS: list[Analyzer] = [
+    analyze_k8s_nodes,
+    analyze_pods,
+    analyze_k8s_events,
+    analyze_network_policy,
+    analyze_master_addr,
+    analyze_shm,
+    analyze_efa_plugin,
+    analyze_nccl_env,
+    analyze_version_skew,
+]
+
 ANALYZERS: list[Analyzer] = [
     *PROBE_ANALYZERS,
     analyze_slurm_controller,
@@ -49,6 +71,7 @@ ANALYZERS: list[Analyzer] = [
     analyze_cluster_status,
     analyze_cluster_events,
     analyze_security_groups,
+    *KUBERNETES_ANALYZERS,
     analyze_cloudwatch,
     analyze_collection,
 ]
