@@ -198,6 +198,34 @@ def planted_logs(root: Path) -> Path | None:
     return logs
 
 
+PROBE_RECORDINGS = Path(__file__).parents[1] / "probes" / "recorded"
+
+
+def _with_section(output: str, name: str, body: str) -> str:
+    marker = f"===== hyperpod-nccl:section {name} =====\n"
+    start = output.index(marker) + len(marker)
+    end = output.index("===== hyperpod-nccl:section ", start)
+    return output[:start] + body + output[end:]
+
+
+def planted_probe_outputs(root: Path) -> Path | None:
+    """A recorded node_health output with secrets in its kernel log and env files, or None."""
+    healthy, xid = PROBE_RECORDINGS / "healthy-p5.48xlarge.txt", PROBE_RECORDINGS / "kernel_log-xid79.txt"
+    if not (healthy.is_file() and xid.is_file()):
+        return None
+    tails = [line for line in secrets.FREE_TEXT_LINES if "-----" not in line]
+    kernel = [f"{line} {tails[n % len(tails)]}" for n, line in enumerate(xid.read_text().splitlines())]
+    env_files = [f"/etc/environment:{line}" for line in secrets.FREE_TEXT_LINES]
+    output = _with_section(
+        healthy.read_text(), "kernel_log", "\n".join(kernel + secrets.FREE_TEXT_LINES) + "\n"
+    )
+    output = _with_section(output, "env_files", "\n".join(env_files) + "\n")
+    directory = root / "probe-outputs"
+    directory.mkdir()
+    (directory / "i-0abc123def4567890.txt").write_text(output, encoding="utf-8")
+    return directory
+
+
 def triage_available() -> bool:
     try:
         from hyperpod_nccl.triage.engine import run_triage  # noqa: F401
@@ -218,6 +246,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | None]:
         "report": root / "report.json",
         "snapshot": root / "snapshot",
         "logs": planted_logs(root) if triage_available() else None,
+        "probe_outputs": planted_probe_outputs(root),
     }
 
 
@@ -279,6 +308,9 @@ def test_no_cli_output_and_no_bundle_member_carries_a_planted_secret(planted: di
     if logs and "triage" in subcommands():
         runs["triage"] = cli("triage", str(logs))
         runs["triage --json"] = cli("triage", str(logs), "--json")
+    if planted["probe_outputs"] and "probe" in subcommands():
+        runs["probe --replay"] = cli("probe", "--replay", str(planted["probe_outputs"]))
+        runs["probe --replay --json"] = cli("probe", "--replay", str(planted["probe_outputs"]), "--json")
     if "diagnose" in subcommands():
         runs["diagnose"] = cli("diagnose", "--bundle", str(snapshot))
         runs["diagnose --json"] = cli("diagnose", "--bundle", str(snapshot), "--json")
@@ -287,6 +319,8 @@ def test_no_cli_output_and_no_bundle_member_carries_a_planted_secret(planted: di
         assert_clean(f"`{label}` stdout", run.stdout)
         assert_clean(f"`{label}` stderr", run.stderr)
     assert MASK in runs["compare"].stdout  # the planted title reached the output, masked
+    for label in ("probe --replay", "triage"):  # the planted lines are quoted as evidence, masked
+        assert label not in runs or MASK in runs[label].stdout, label
     assert_bundle_clean("CLI bundle", output)
     if logs:
         assert "hyperpod-nccl-escalation/triage-report.json" in bundle_members(output)
