@@ -9,7 +9,7 @@ from hyperpod_nccl.rankset import expand
 from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import JOB_WIDE_IDS, NODE_LEVEL_IDS, Meaning, exit_code
-from hyperpod_nccl.triage.root_cause import Candidate
+from hyperpod_nccl.triage.root_cause import Candidate, Confidence
 from hyperpod_nccl.triage.summary import Topology
 from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest
 
@@ -131,59 +131,56 @@ def silent_exit_candidate(
     )
 
 
+# Verdict → (category, weight, title, confidence, finding id) of the cross-rank NCCL candidate.
+_VERDICTS: dict[str, tuple[Category, int, str, Confidence, str]] = {
+    "mismatch": (
+        Category.COLLECTIVE_MISMATCH,
+        _MISMATCH_WEIGHT,
+        "Ranks issued different collectives",
+        "high",
+        "triage.nccl.collective_mismatch",
+    ),
+    "straggler": (
+        Category.DATA_LOADING_STALL,
+        _STALL_WEIGHT,
+        "Stuck outside NCCL (data loading / training loop) while the others waited",
+        "high",
+        "triage.nccl.straggler",
+    ),
+    "silent": (
+        Category.DATA_LOADING_STALL,
+        _SILENT_WEIGHT,
+        "Left no watchdog line while the others waited (stuck outside NCCL, or died silently)",
+        "medium",
+        "triage.nccl.silent_ranks",
+    ),
+    "all_inside": (
+        Category.NETWORK,
+        _ALL_INSIDE_WEIGHT,
+        "Every rank was inside the collective and it could not complete",
+        "medium",
+        "triage.nccl.all_inside",
+    ),
+}
+
+
 def nccl_candidate(
     verdict: Classification, fired: Event | None, topology: Topology, clock: Clock
 ) -> Candidate | None:
-    started = collective_start(clock.at(fired.stamp) if fired else None, verdict.timeout_ms)
+    if verdict.verdict not in _VERDICTS:
+        return None
+    category, weight, title, confidence, finding_id = _VERDICTS[verdict.verdict]
     culprits = verdict.culprits
-    nodes = sorted({n for r in culprits if (n := topology.node_of(r))})
-    if verdict.verdict == "mismatch":
-        return Candidate(
-            Category.COLLECTIVE_MISMATCH,
-            _MISMATCH_WEIGHT,
-            "Ranks issued different collectives",
-            culprits,
-            nodes,
-            fired,
-            started,
-            "high",
-            "triage.nccl.collective_mismatch",
-        )
-    if verdict.verdict == "straggler":
-        return Candidate(
-            Category.DATA_LOADING_STALL,
-            _STALL_WEIGHT,
-            "Stuck outside NCCL (data loading / training loop) while the others waited",
-            culprits,
-            nodes,
-            fired,
-            started,
-            "high",
-            "triage.nccl.straggler",
-        )
-    if verdict.verdict == "silent":
-        seen = [r for r in culprits if topology.node_of(r)] or culprits
-        return Candidate(
-            Category.DATA_LOADING_STALL,
-            _SILENT_WEIGHT,
-            "Left no watchdog line while the others waited (stuck outside NCCL, or died silently)",
-            seen,
-            sorted({n for r in seen if (n := topology.node_of(r))}),
-            fired,
-            started,
-            "medium",
-            "triage.nccl.silent_ranks",
-        )
-    if verdict.verdict == "all_inside":
-        return Candidate(
-            Category.NETWORK,
-            _ALL_INSIDE_WEIGHT,
-            "Every rank was inside the collective and it could not complete",
-            [],
-            [],
-            fired,
-            started,
-            "medium",
-            "triage.nccl.all_inside",
-        )
-    return None
+    if verdict.verdict == "silent":  # ranks that ran at some point, rather than never-started ones
+        culprits = [r for r in culprits if topology.node_of(r)] or culprits
+    return Candidate(
+        category=category,
+        weight=weight,
+        title=title,
+        ranks=culprits,
+        nodes=sorted({n for r in culprits if (n := topology.node_of(r))}),
+        first=fired,
+        when=collective_start(clock.at(fired.stamp) if fired else None, verdict.timeout_ms),
+        confidence=confidence,
+        finding_id=finding_id,
+    )

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 from hyperpod_nccl.triage.discover import InputFile
 from hyperpod_nccl.triage.events import Event, FileScan
-from hyperpod_nccl.triage.lines import BinaryInput, HitFinder, ReadReport, select_lines
+from hyperpod_nccl.triage.lines import HEAD_LINES, BinaryInput, HitFinder, ReadReport, select_lines
 from hyperpod_nccl.triage.patterns import (
     EVENT_PATTERNS,
     FACT_PATTERNS,
@@ -133,7 +133,7 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
 def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str) -> None:
     stripped = strip(text)
     _note_identity(state, stripped)
-    if number <= 40:
+    if number <= HEAD_LINES:
         _note_framework(state.scan, text)
     if not state.scan.storage:
         for fact in _fact_dispatcher().candidates(stripped.message):
