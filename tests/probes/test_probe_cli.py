@@ -16,6 +16,7 @@ import boto3
 import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
+from hyperpod_nccl.cli import main
 from hyperpod_nccl.mcp_server import READ_ONLY_LIVE, TOOLS
 from hyperpod_nccl.probes.tool import probe_nodes
 from tests.probes.plant import healthy, recorded, with_gpu_field, with_instance, with_section
@@ -28,14 +29,17 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=120, env=env)
 
 
-def test_probe_local_on_a_host_without_a_gpu_reports_it_and_exits_by_its_findings() -> None:
+def test_probe_local_on_a_host_without_a_gpu_reports_it_and_exits_by_its_findings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     done = run_cli("probe", "--local")
     assert done.returncode in (0, 1), done.stderr
     assert "Traceback" not in done.stderr
     assert "[INFO] no NVIDIA GPU/driver on this host" in done.stdout
-    report = json.loads(run_cli("probe", "--local", "--json").stdout)
+    status = main(["probe", "--local", "--json"])
+    report = json.loads(capsys.readouterr().out)
     assert report["kind"] == "diagnose"
-    assert (report["summary"]["p0"] + report["summary"]["p1"] > 0) == (done.returncode == 1)
+    assert (report["summary"]["p0"] + report["summary"]["p1"] > 0) == (status == 1) == (done.returncode == 1)
 
 
 PLANTED = {
@@ -84,10 +88,11 @@ def test_probe_replay_reports_every_planted_node_fault_with_its_instance_id(tmp_
     assert not healthy_ids & {i for f in issues for i in f["instance_ids"]}
 
 
-def test_probe_arguments_that_cannot_work_exit_2() -> None:
-    assert run_cli("probe", "--cluster", "ml-cluster-1").returncode == 2
-    bad_node = run_cli("probe", "--cluster", "ml-cluster-1", "--region", "us-west-2", "--node", "i-nope")
-    assert bad_node.returncode == 2 and "not a valid EC2 instance id" in bad_node.stderr
+def test_probe_arguments_that_cannot_work_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["probe", "--cluster", "ml-cluster-1"]) == 2
+    assert "--cluster needs --region" in capsys.readouterr().err
+    assert main(["probe", "--cluster", "ml-cluster-1", "--region", "us-west-2", "--node", "i-nope"]) == 2
+    assert "not a valid EC2 instance id" in capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
