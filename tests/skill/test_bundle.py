@@ -211,3 +211,38 @@ def test_without_a_timeline_the_window_comes_from_kubernetes_warning_events(tmp_
     )
     case = members_of(tmp_path / "b.tar.gz")["hyperpod-nccl-escalation/CASE.md"].decode()
     assert "Spanning 2 timestamped events of Kubernetes warning events." in case
+
+
+def test_identity_comes_from_the_parsed_cluster_and_the_slurm_controller_that_answered(
+    inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from hyperpod_nccl.snapshot.aws import AwsSnapshot, HyperPodCluster, InstanceGroup
+    from hyperpod_nccl.snapshot.slurm import ControllerPing, SlurmController, SlurmSnapshot
+
+    report, _ = inputs
+    parsed = HyperPodCluster(
+        name="slurm-hp",
+        arn="arn:aws:sagemaker:eu-west-1:123456789012:cluster/zz9plural",
+        cluster_id="zz9plural",
+        status="InService",
+        orchestrator="slurm",
+        instance_groups=[InstanceGroup(name="controller-machine"), InstanceGroup(name="gpu-workers")],
+    )
+    pings = [
+        ControllerPing(
+            host="ip-10-0-0-5", role="primary", up=True, text="Slurmctld(primary) at ip-10-0-0-5 is UP"
+        )
+    ]
+    snapshot = Snapshot(
+        collected_at="2026-03-02T11:20:00Z",
+        aws=AwsSnapshot(hyperpod=parsed),
+        slurm=SlurmSnapshot(controller=SlurmController(pings=pings), job_id="51877"),
+    )
+    snapshot.save(tmp_path / "slurm")
+    result = create_bundle(
+        BundleRequest(output=tmp_path / "s.tar.gz", report=report, snapshot=tmp_path / "slurm")
+    )
+    cluster = result.case.cluster
+    assert (cluster.name, cluster.region, cluster.orchestrator) == ("slurm-hp", "eu-west-1", "slurm")
+    assert cluster.slurm_controller == "ip-10-0-0-5"
+    assert result.case.affected.job == "51877"

@@ -71,34 +71,62 @@ def _issues(reports: list[Report]) -> list[Finding]:
     return sorted((f for report in reports for f in report.findings if f.is_issue), key=finding_sort_key)
 
 
-def _eks_and_slurm(described: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
-    eks_arn = ((described.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn")
-    eks_name = eks_arn.rsplit("/", 1)[-1] if eks_arn else None
-    groups = [group.get("InstanceGroupName", "") for group in described.get("InstanceGroups") or []]
+def _described(snapshot: Snapshot | None) -> dict[str, Any]:
+    """Name, ARN, orchestrator, EKS ARN and instance groups: typed when the collector parsed
+    DescribeCluster, else read from the raw response."""
+    aws = snapshot.aws if snapshot else None
+    if aws and aws.hyperpod:
+        cluster = aws.hyperpod
+        groups = [group.name for group in cluster.instance_groups]
+        return {
+            "name": cluster.name,
+            "arn": cluster.arn,
+            "orchestrator": cluster.orchestrator,
+            "eks_arn": cluster.eks_cluster_arn,
+            "groups": groups,
+        }
+    raw = (aws.cluster if aws else None) or {}
+    return {
+        "name": raw.get("ClusterName"),
+        "arn": raw.get("ClusterArn"),
+        "eks_arn": ((raw.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn"),
+        "groups": [group.get("InstanceGroupName", "") for group in raw.get("InstanceGroups") or []],
+    }
+
+
+def _slurm_controller(snapshot: Snapshot | None, groups: list[str]) -> str | None:
+    slurm = snapshot.slurm if snapshot else None
+    if slurm:
+        primary = next((ping.host for ping in slurm.controller.pings if ping.role == "primary"), None)
+        if primary or slurm.controller_node:
+            return primary or slurm.controller_node
     # HyperPod names no controller in DescribeCluster; the convention is a group named so.
-    controller = next((g for g in groups if "controller" in g.lower() or "head" in g.lower()), None)
-    return eks_name, eks_arn, controller and f"instance group {controller}"
+    group = next((g for g in groups if "controller" in g.lower() or "head" in g.lower()), None)
+    return group and f"instance group {group}"
 
 
 def cluster_identity(
     snapshot: Snapshot | None, cluster: str | None, region: str | None, orchestrator: str | None = None
 ) -> ClusterIdentity:
-    described = (snapshot.aws.cluster if snapshot and snapshot.aws else None) or {}
-    arn = described.get("ClusterArn") or (cluster if cluster and cluster.startswith("arn:") else None)
-    name = described.get("ClusterName") or (cluster if cluster and not cluster.startswith("arn:") else None)
-    eks_name, eks_arn, controller = _eks_and_slurm(described)
+    described = _described(snapshot)
+    given_arn = cluster if cluster and cluster.startswith("arn:") else None
+    arn = described["arn"] or given_arn
+    eks_arn = described["eks_arn"]
     orchestrator = (
-        (snapshot.orchestrator if snapshot else None) or orchestrator or ("eks" if eks_arn else None)
+        (snapshot.orchestrator if snapshot else None)
+        or described.get("orchestrator")
+        or orchestrator
+        or ("eks" if eks_arn else None)
     )
     from_arn = _ARN_REGION.match(arn or "")
     return ClusterIdentity(
-        name=name,
+        name=described["name"] or (cluster if cluster and not given_arn else None),
         arn=arn,
         region=(snapshot.region if snapshot else None) or region or (from_arn.group(1) if from_arn else None),
         orchestrator=orchestrator,
-        eks_cluster_name=eks_name,
+        eks_cluster_name=eks_arn.rsplit("/", 1)[-1] if eks_arn else None,
         eks_cluster_arn=eks_arn,
-        slurm_controller=controller if orchestrator != "eks" else None,
+        slurm_controller=_slurm_controller(snapshot, described["groups"]) if orchestrator != "eks" else None,
     )
 
 
@@ -159,7 +187,9 @@ def affected_ids(
         pods=sorted({p for f in issues for p in f.pods}),
         ranks=sorted({r for f in issues for r in f.ranks} | {r for c in causes for r in c.culprit_ranks}),
         namespace=namespace or (snapshot.namespace if snapshot else None),
-        job=job or (snapshot.job if snapshot else None),
+        job=job
+        or (snapshot.job if snapshot else None)
+        or (snapshot.slurm.job_id if snapshot and snapshot.slurm else None),
     )
 
 
