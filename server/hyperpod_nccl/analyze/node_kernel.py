@@ -126,7 +126,8 @@ def _nic(node: ProbedNode) -> list[Finding]:
                 status=Status.FAIL if flapping else Status.WARN,
                 priority=Priority.P1,
                 title=f"NIC {device} on {node.label} went link-down {len(lines)} time(s)",
-                reference="debugging-guide.md § 21",
+                # Repeated drops break collectives (§ 3); a single one that recovered is noise (§ 21).
+                reference="debugging-guide.md § 3" if flapping else "debugging-guide.md § 21",
                 detail="Link drops stall collectives (NCCL 'port error', socket timeouts); "
                 "repeated drops mean a bad NIC, cable or port.",
                 evidence=[node.evidence(line) for line in lines[:4]],
