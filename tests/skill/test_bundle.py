@@ -246,3 +246,27 @@ def test_identity_comes_from_the_parsed_cluster_and_the_slurm_controller_that_an
     assert (cluster.name, cluster.region, cluster.orchestrator) == ("slurm-hp", "eu-west-1", "slurm")
     assert cluster.slurm_controller == "ip-10-0-0-5"
     assert result.case.affected.job == "51877"
+
+
+def test_with_no_timeline_or_warning_event_the_window_comes_from_cloudwatch_hits(tmp_path: Path) -> None:
+    from hyperpod_nccl.snapshot.aws import AwsSnapshot, CloudWatchScan, StreamMatches
+
+    report = tmp_path / "diagnose.json"
+    report.write_text(
+        incident_report().model_copy(update={"timeline": []}).model_dump_json(), encoding="utf-8"
+    )
+    hits = [
+        StreamMatches(stream="a", first_seen="2026-03-02T10:58:00Z", last_seen="2026-03-02T11:01:00Z"),
+        StreamMatches(stream="b", first_seen="2026-03-02T11:00:00Z", last_seen="2026-03-02T11:09:30Z"),
+    ]
+    scan = CloudWatchScan(log_group="g", found=True, window_start="x", window_end="y", streams=hits)
+    Snapshot(collected_at="2026-03-02T11:20:00Z", aws=AwsSnapshot(cloudwatch=[scan])).save(tmp_path / "saved")
+    result = create_bundle(
+        BundleRequest(output=tmp_path / "b.tar.gz", report=report, snapshot=tmp_path / "saved")
+    )
+    window = result.case.window
+    assert (window.start, window.end, window.source) == (
+        "2026-03-02T10:58:00Z",
+        "2026-03-02T11:09:30Z",
+        "CloudWatch error-pattern hits",
+    )

@@ -146,13 +146,21 @@ def _warning_event_times(snapshot: Snapshot | None) -> list[datetime]:
     return [t for stamp in stamps if (t := _utc(stamp))]
 
 
+def _cloudwatch_hit_times(snapshot: Snapshot | None) -> list[datetime]:
+    scans = (snapshot.aws.cloudwatch if snapshot and snapshot.aws else None) or []
+    stamps = (stamp for scan in scans for s in scan.streams for stamp in (s.first_seen, s.last_seen))
+    return [t for stamp in stamps if (t := _utc(stamp))]
+
+
 def failure_window(reports: list[Report], snapshot: Snapshot | None = None) -> FailureWindow:
-    """The report's timeline; failing that (a cluster diagnostic has none), the Kubernetes
-    warning events the snapshot holds."""
-    source = "the report's timeline"
-    times = sorted(t for report in reports for event in report.timeline if (t := _utc(event.time)))
-    if not times:
-        source, times = "Kubernetes warning events", sorted(_warning_event_times(snapshot))
+    """The report's timeline; failing that (a cluster diagnostic has none), the times of what
+    the snapshot saw go wrong: Kubernetes warning events, then CloudWatch pattern hits."""
+    candidates = [
+        ("the report's timeline", [t for r in reports for e in r.timeline if (t := _utc(e.time))]),
+        ("Kubernetes warning events", _warning_event_times(snapshot)),
+        ("CloudWatch error-pattern hits", _cloudwatch_hit_times(snapshot)),
+    ]
+    source, times = next(((name, sorted(found)) for name, found in candidates if found), ("", []))
     if not times:
         return FailureWindow()
     start, end = (t.astimezone(UTC).isoformat().replace("+00:00", "Z") for t in (times[0], times[-1]))
