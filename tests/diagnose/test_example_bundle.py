@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from hyperpod_nccl.cli import main
-from tests.diagnose.example_bundle import EXAMPLE, WORKERS
+from hyperpod_nccl.diagnose import diagnose
+from hyperpod_nccl.models import Report
+from hyperpod_nccl.snapshot import Snapshot
+from tests.diagnose.example_bundle import EXAMPLE, WORKERS, generate
 
 
 def test_the_example_replays_with_its_planted_problems(
@@ -30,3 +33,17 @@ def test_the_example_holds_the_kubernetes_side_redacted() -> None:
     assert snapshot["orchestrator"] == "eks" and snapshot["job"] == "qwen"
     assert len(snapshot["kubernetes"]["pods"]) == 3
     assert "[REDACTED]" in text and "hf_" not in text
+
+
+def _shape(report: Report) -> list[tuple[str, str, str | None, tuple[str, ...]]]:
+    return sorted((f.id, f.status, f.priority, tuple(f.instance_ids)) for f in report.findings)
+
+
+def test_a_live_run_against_moto_and_the_kubernetes_fixture_reproduces_the_example(tmp_path: Path) -> None:
+    fresh = generate(tmp_path)
+    assert fresh.kubernetes is not None and {pod["metadata"]["name"] for pod in fresh.kubernetes.pods} == {
+        "qwen-master-0",
+        "qwen-worker-0",
+        "qwen-worker-1",
+    }
+    assert _shape(diagnose(fresh)) == _shape(diagnose(Snapshot.load(EXAMPLE)))
