@@ -110,11 +110,8 @@ def test_memlock_64_kib_under_containerd_blocks_efa() -> None:
     )
     [memlock] = [f for f in result.findings if f.id == "node.limits.memlock"]
     assert_node_fault(memlock, Priority.P0, "debugging-guide.md § 17", "limits")
-    assert memlock.title == "memlock limit is 64 KiB for processes started by containerd, kubelet"
-    assert [c.command for c in memlock.suggested_commands][1:] == [
-        "sudo systemctl edit containerd",
-        "sudo systemctl edit kubelet",
-    ]
+    assert memlock.title == "memlock limit is 64 KiB for processes started by containerd"
+    assert [c.command for c in memlock.suggested_commands][1:] == ["sudo systemctl edit containerd"]
 
 
 def test_dev_shm_of_64_mib_is_too_small() -> None:
@@ -208,3 +205,26 @@ def test_every_node_fail_counts_towards_the_exit_status() -> None:
     assert result.summary.issues_found == sum(1 for f in result.findings if f.is_issue)
     assert result.summary.p0 >= 4
     assert all(f.priority in (Priority.P0, Priority.P1) for f in fails)
+
+
+def test_on_slurm_jobs_inherit_slurmd_limits_not_the_login_shell() -> None:
+    limits = "\n".join(
+        [
+            "shell memlock: unlimited",
+            "shell stack: 8192",
+            "slurmd Max locked memory         65536                65536                bytes",
+            "slurmd Max stack size            8388608              unlimited            bytes",
+            "dockerd Max locked memory        65536                65536                bytes",
+        ]
+    )
+    output = planted(with_section(healthy(), "limits", limits))
+    [memlock] = [
+        f
+        for f in report(node(output, FAULTY), orchestrator="slurm").findings
+        if f.id == "node.limits.memlock"
+    ]
+    assert memlock.title == "memlock limit is 64 KiB for processes started by slurmd, dockerd"
+    assert [c.command for c in memlock.suggested_commands][1:] == [
+        "sudo systemctl edit slurmd",
+        "sudo systemctl edit dockerd",
+    ]

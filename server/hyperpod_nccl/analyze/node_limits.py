@@ -22,7 +22,7 @@ MIN_STACK_KIB = 8192  # the common Linux default; less breaks deep native stacks
 MIN_SHM_KIB = 1024 * 1024
 SHM_FULL = 0.9
 # Jobs inherit limits from the daemon that starts them, not from the probe's shell.
-JOB_PARENTS = ("slurmd", "containerd", "dockerd", "kubelet")
+JOB_PARENTS = ("slurmd", "containerd", "dockerd")
 
 
 def _human(kib: int) -> str:

@@ -153,7 +153,7 @@ section limits
 printf 'shell memlock: %s\n' "$(timeout -k 2 "$T" sh -c 'ulimit -l' 2>&1)"
 printf 'shell stack: %s\n' "$(timeout -k 2 "$T" sh -c 'ulimit -s' 2>&1)"
 # Jobs inherit the limits of the daemon that starts them, not the login shell's.
-for daemon in slurmd containerd dockerd kubelet; do
+for daemon in slurmd containerd dockerd; do
     pid=$(timeout -k 2 "$T" pgrep -xo "$daemon" 2>/dev/null)
     [ -n "$pid" ] && timeout -k 2 "$T" grep -E 'Max locked memory|Max stack size' "/proc/$pid/limits" 2>/dev/null |
         timeout -k 2 "$T" sed "s/^/$daemon /"
