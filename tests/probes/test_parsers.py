@@ -138,3 +138,16 @@ def test_sections_survive_session_banners_crlf_and_a_cut_short_output() -> None:
     sections = split_sections(cut)
     assert "host" in sections and "shm" not in sections
     assert sections["host"].lines[1] == "instance_id: i-0a1b2c3d4e5f60718"
+
+
+def test_a_gpu_node_without_nvswitches_needs_no_fabric_manager() -> None:
+    g5 = healthy().replace("instance_type: p5.48xlarge", "instance_type: g5.48xlarge")
+    g5 = g5.replace(
+        "State                             : Completed", "State                             : N/A"
+    )
+    g5 = g5.replace("Status                            : Success", "Status                            : N/A")
+    g5 = with_section(g5, "fabric_manager", "active: inactive\nLoadState=not-found")
+    result = report(
+        node(g5).model_copy(update={"target": node(g5).target.model_copy(update={"instance_type": None})})
+    )
+    assert not [f for f in result.findings if f.id.startswith("node.fabric")]

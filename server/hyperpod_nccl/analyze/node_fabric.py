@@ -19,7 +19,8 @@ NVSWITCH_TYPES = frozenset(
 def _needs_fabric_manager(node: ProbedNode) -> bool:
     if node.instance_type in NVSWITCH_TYPES:
         return True
-    return any(gpu.get("Fabric/State") for gpu in node.facts.gpu.gpus)
+    # GPUs outside an NVSwitch fabric print "State : N/A".
+    return any((state := gpu.get("Fabric/State")) and state.value != "N/A" for gpu in node.facts.gpu.gpus)
 
 
 def _fail(node: ProbedNode, finding_id: str, title: str, detail: str, lines: list[Line]) -> Finding:
