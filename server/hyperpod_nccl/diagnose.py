@@ -19,6 +19,7 @@ from hyperpod_nccl.analyze import run_analyzers
 from hyperpod_nccl.collect import cloudwatch, hyperpod, orchestrators, security_groups
 from hyperpod_nccl.collect.aws import (
     AwsClients,
+    Listing,
     Progress,
     check_identity,
     default_session,
@@ -105,11 +106,16 @@ async def _describe(run: CollectionRun) -> None:
     run.progress(f"cluster {run.aws.hyperpod.name}: {run.aws.hyperpod.status}", 0, None)
 
 
+def _listed(items: list[Any], listing: Listing) -> list[Any] | None:
+    """None when the very first page failed: nothing was seen, which is not "zero items"."""
+    return None if listing.issue and not listing.items else items
+
+
 async def _nodes_and_probes(run: CollectionRun) -> None:
     nodes, listing = await run.call(
         hyperpod.list_nodes, run.clients.sagemaker, run.cluster_ref, progress=run.progress
     )
-    run.aws.nodes, run.aws.nodes_complete = nodes, listing.complete
+    run.aws.nodes, run.aws.nodes_complete = _listed(nodes, listing), listing.complete
     run.record(listing.issue)
     run.progress(f"sagemaker:ListClusterNodes: {len(nodes)} nodes", len(nodes), len(nodes))
     await orchestrators.probe_sample(run, listing.items)
@@ -117,7 +123,7 @@ async def _nodes_and_probes(run: CollectionRun) -> None:
 
 async def _events(run: CollectionRun) -> None:
     events, listing = await run.call(hyperpod.list_events, run.clients.sagemaker, run.cluster_ref, run.start)
-    run.aws.events, run.aws.events_complete = events, listing.complete
+    run.aws.events, run.aws.events_complete = _listed(events, listing), listing.complete
     run.record(listing.issue)
 
 

@@ -154,3 +154,34 @@ def test_a_missing_region_is_unusable_input(
     monkeypatch.delenv("AWS_REGION", raising=False)
     assert main(["diagnose", "--cluster", world.name]) == 2
     assert "a region is required" in capsys.readouterr().err
+
+
+def _events_denied(stub: OneCallStub, world: World) -> None:
+    del world
+    stub.fail("AccessDeniedException", 400, "not authorized to perform: sagemaker:ListClusterEvents")
+
+
+def test_denied_events_are_a_warning_not_zero_events(
+    default_session: boto3.session.Session, world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    planted_stubs(default_session, world, events=_events_denied)
+    _, report, _ = run_json(capsys, "--cluster", world.name)
+    warning = finding(report, "collection.access_denied.sagemaker_listclusterevents")
+    assert "sagemaker:ListClusterEvents" in warning["title"]
+    assert not [f for f in report["findings"] if f["id"].startswith("hyperpod.events.")]
+
+
+def test_a_cluster_without_an_eks_orchestrator_is_diagnosed_as_slurm(
+    stubs: Stubs, moto: MotoServer, world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    groups = [
+        _instance_group("controller-machine", "ml.m5.4xlarge", 1),
+        _instance_group("gpu", "ml.p5.48xlarge", 2),
+    ]
+    plant_cluster(
+        moto.url, "ml-slurm", groups=groups, vpc_sgs=[world.sg_ok], extra={"NodeRecovery": "Automatic"}
+    )
+    _, report, _ = run_json(capsys, "--cluster", "ml-slurm")
+    status = finding(report, "hyperpod.cluster.status")
+    assert status["title"] == "Cluster ml-slurm is InService (slurm)"
+    assert not [f for f in report["findings"] if f["id"] == "collection.kubernetes_skipped"]
