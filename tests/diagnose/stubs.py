@@ -8,6 +8,7 @@ runs at before-parameter-build, ahead of the stub's before-call answer.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import boto3
@@ -25,6 +26,8 @@ class OneCallStub:
         self.stubber.activate()
         self._method = xform_name(operation)
         self.calls: list[dict[str, Any]] = []
+        self.delay_s = 0.0  # how long each answer takes, to make overlapping calls observable
+        self.spans: list[tuple[float, float]] = []
         service_id = self._client.meta.service_model.service_id.hyphenize()
         session.events.register(f"before-parameter-build.{service_id}.{operation}", self._remember)
         session.events.register(f"before-call.{service_id}.{operation}", self._answer)
@@ -45,6 +48,9 @@ class OneCallStub:
     def _answer(self, context: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]]:
         params = context.get("one_call_stub_params", {})
         self.calls.append(params)
+        started = time.monotonic()
+        time.sleep(self.delay_s)
+        self.spans.append((started, time.monotonic()))
         try:
             parsed = getattr(self._client, self._method)(**params)
         except ClientError as error:
