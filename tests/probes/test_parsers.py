@@ -9,7 +9,7 @@ import pytest
 from hyperpod_nccl.models import Priority, Status
 from hyperpod_nccl.probes.parse.sections import split_sections
 from hyperpod_nccl.probes.xid import XID_CATALOG, xid_info
-from tests.probes.plant import finding, healthy, node, report, with_gpu_field, with_section
+from tests.probes.plant import finding, healthy, node, recorded, report, with_gpu_field, with_section
 
 REQUIRED_XIDS = (13, 31, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109, 119, 120)
 APPLICATION_SIDE = {13, 31, 43, 45, 68, 69, 94, 109}
@@ -151,3 +151,14 @@ def test_a_gpu_node_without_nvswitches_needs_no_fabric_manager() -> None:
         node(g5).model_copy(update={"target": node(g5).target.model_copy(update={"instance_type": None})})
     )
     assert not [f for f in result.findings if f.id.startswith("node.fabric")]
+
+
+def test_a_narrow_link_on_an_nvswitch_bridge_is_not_a_downgrade() -> None:
+    bridge = "07:00.0 Bridge: NVIDIA Corporation GH100 [H100 NVSwitch] (rev a1)\n"
+    bridge += (
+        "\t\tLnkCap:\tPort #0, Speed 2.5GT/s, Width x4\n\t\tLnkSta:\tSpeed 2.5GT/s, Width x2 (downgraded)"
+    )
+    pcie = recorded("pcie-downgraded.txt") + bridge
+    result = report(node(with_section(healthy(), "pcie", pcie)))
+    downgraded = finding(result, "node.pcie.downgraded")
+    assert "86:00.0" in downgraded.title and "07:00.0" not in downgraded.title

@@ -93,11 +93,20 @@ def parse_kernel(kernel_log: Section, pcie: Section) -> KernelFacts:
     facts.readable = not denied and not kernel_log.not_installed
     for line in kernel_log.numbered():
         _kernel_line(line, facts)
-    device, is_gpu = "unknown device", False
+    device, kind = "unknown device", None
     for line in pcie.numbered():
-        header = _LSPCI_DEVICE.match(line.text)
-        if header:
-            device, is_gpu = header.group("bdf"), "NVIDIA" in header.group("what")
-        elif LNKSTA_DOWNGRADED.search(line.text):
-            facts.pcie_downgrades.append(PcieDowngrade(device, _width_down(line.text), is_gpu, line))
+        if header := _LSPCI_DEVICE.match(line.text):
+            device, kind = header.group("bdf"), _device_kind(header.group("what"))
+        elif kind is not None and LNKSTA_DOWNGRADED.search(line.text):
+            facts.pcie_downgrades.append(PcieDowngrade(device, _width_down(line.text), kind == "gpu", line))
     return facts
+
+
+def _device_kind(description: str) -> str | None:
+    """GPUs and NICs carry the training traffic; NVSwitch management bridges and the like do not,
+    and their narrow links are by design."""
+    if re.search(r"3D controller|VGA compatible controller", description):
+        return "gpu"
+    if re.search(r"Ethernet controller|Elastic Fabric Adapter|Infiniband controller", description):
+        return "nic"
+    return None
