@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import anyio
+from botocore.exceptions import BotoCoreError, ClientError
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
@@ -57,7 +58,7 @@ def _describe(cluster: str, region: str) -> tuple[dict, HyperPodCluster]:
         described = hyperpod.describe_cluster(_clients(region).sagemaker, cluster, region)
     except AwsPrerequisiteError as error:
         raise ToolError(str(error)) from None
-    except Exception as error:  # botocore's errors: report which permission or call failed
+    except (ClientError, BotoCoreError) as error:
         raise ToolError(issue_for("sagemaker:DescribeCluster", error).message) from None
     return described, hyperpod.parse_cluster(described)
 
