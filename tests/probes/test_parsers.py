@@ -162,3 +162,21 @@ def test_a_narrow_link_on_an_nvswitch_bridge_is_not_a_downgrade() -> None:
     result = report(node(with_section(healthy(), "pcie", pcie)))
     downgraded = finding(result, "node.pcie.downgraded")
     assert "86:00.0" in downgraded.title and "07:00.0" not in downgraded.title
+
+
+def test_a_downgrade_every_nic_shares_is_the_platform_and_one_nic_unlike_its_peers_is_a_fault() -> None:
+    nics = [
+        f"{bus:02x}:00.0 Ethernet controller: Amazon.com, Inc. Elastic Fabric Adapter (EFA)"
+        for bus in (16, 32)
+    ]
+    shared = "\n".join(
+        f"{nic}\n\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x1 (downgraded)" for nic in nics
+    )
+    result = report(node(with_section(healthy(), "pcie", shared)))
+    assert not [f for f in result.findings if f.id == "node.pcie.downgraded"]
+    assert finding(result, "node.pcie.speed_reduced").status == Status.WARN
+    one = f"{nics[0]}\n\t\tLnkSta:\tSpeed 8GT/s (downgraded), Width x4 (downgraded)\n"
+    one += f"{nics[1]}\n\t\tLnkSta:\tSpeed 32GT/s"
+    assert (
+        "10:00.0" in finding(report(node(with_section(healthy(), "pcie", one))), "node.pcie.downgraded").title
+    )

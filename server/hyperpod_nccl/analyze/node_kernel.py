@@ -3,7 +3,9 @@ killer, NIC link flaps, and a kernel log the probe could not read."""
 
 from __future__ import annotations
 
-from hyperpod_nccl.analyze.node_common import ProbedNode, ladder, merge_alike, probed_nodes
+from collections import Counter
+
+from hyperpod_nccl.analyze.node_common import ProbedNode, ladder, merge_alike, on_node, probed_nodes
 from hyperpod_nccl.models import Finding, Priority, Status
 from hyperpod_nccl.probes.parse.sections import Line
 from hyperpod_nccl.snapshot import Snapshot
@@ -30,9 +32,20 @@ def _gpu_width_downgrades(node: ProbedNode) -> list[tuple[str, Line]]:
     return found
 
 
+def _uniform_kinds(node: ProbedNode) -> set[str]:
+    """Kinds (gpu, nic) whose every device reports the same downgrade: the platform's way of
+    presenting the link, not one bad slot. A fault shows as a device that differs from its peers."""
+    kernel = node.facts.kernel
+    downgraded = Counter(d.kind for d in kernel.pcie_downgrades)
+    return {
+        kind for kind, count in downgraded.items() if kind != "log" and count == kernel.pcie_devices[kind] > 1
+    }
+
+
 def _pcie(node: ProbedNode) -> list[Finding]:
     downgrades = node.facts.kernel.pcie_downgrades
-    hard = [d for d in downgrades if d.width_downgraded or not d.is_gpu]
+    uniform = _uniform_kinds(node)
+    hard = [d for d in downgrades if d.kind not in uniform and (d.width_downgraded or d.kind != "gpu")]
     hard_lines = [(d.device, d.line) for d in hard] + _gpu_width_downgrades(node)
     findings = []
     if hard_lines:
@@ -44,10 +57,13 @@ def _pcie(node: ProbedNode) -> list[Finding]:
                 priority=Priority.P1,
                 title=f"PCIe link downgraded on {node.label} ({devices})",
                 reference=SLOW_NODE,
-                detail="A GPU or NIC link trained below its capable width or speed: throughput drops "
-                "severalfold without an error. Reboot to retrain the link; replace if it stays degraded.",
+                detail="A GPU or NIC link trained below its capable width or speed, unlike its peers: "
+                "throughput drops severalfold without an error. Reboot to retrain it; replace if it stays.",
                 evidence=[node.evidence(line) for _, line in hard_lines[:6]],
-                suggested_commands=ladder(node, "replace"),
+                suggested_commands=[
+                    on_node(node, "sudo lspci -vv | grep -E '^[0-9a-f]|LnkSta:'"),
+                    *ladder(node, "replace"),
+                ],
                 **node.scope(),
             )
         )
@@ -55,12 +71,13 @@ def _pcie(node: ProbedNode) -> list[Finding]:
     if soft:
         findings.append(
             Finding(
-                id="node.pcie.gpu_speed_reduced",
+                id="node.pcie.speed_reduced",
                 status=Status.WARN,
                 priority=Priority.P2,
-                title="PCIe link speed or bandwidth below the device's capability (width intact)",
+                title="PCIe link speed or bandwidth below the device's capability on every peer or at idle",
                 reference=SLOW_NODE,
-                detail="Idle GPUs lower link speed to save power; a concern only if it stays low under load.",
+                detail="Idle GPUs lower link speed to save power, and a link every device shares is the "
+                "platform's; a concern only if throughput is low under load.",
                 evidence=[node.evidence(line) for line in soft[:4]],
                 **node.scope(),
             )

@@ -4,6 +4,7 @@ and `lspci -vv` link status, as events. Formats: shared/log-formats.md § 6."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from hyperpod_nccl.probes.parse.sections import Line, Section
@@ -40,7 +41,7 @@ class XidEvent:
 class PcieDowngrade:
     device: str
     width_downgraded: bool
-    is_gpu: bool
+    kind: str  # "gpu" or "nic" (from lspci), "log" (a kernel line)
     line: Line
 
 
@@ -55,6 +56,7 @@ class KernelFacts:
     pcie_downgrades: list[PcieDowngrade] = field(default_factory=list)
     bandwidth_limited: list[Line] = field(default_factory=list)
     nic_down: dict[str, list[Line]] = field(default_factory=dict)
+    pcie_devices: Counter[str] = field(default_factory=Counter)  # lspci devices per kind
 
 
 def _kernel_line(line: Line, facts: KernelFacts) -> None:
@@ -74,7 +76,7 @@ def _kernel_line(line: Line, facts: KernelFacts) -> None:
         severity = aer.group("aer") or aer.group("bus")
         facts.aer.append((severity.startswith("Uncorrected"), line))
     elif LNKSTA_DOWNGRADED.search(text):
-        facts.pcie_downgrades.append(PcieDowngrade("kernel log", _width_down(text), False, line))
+        facts.pcie_downgrades.append(PcieDowngrade("kernel log", _width_down(text), "log", line))
     elif BANDWIDTH_LIMITED.search(text):
         facts.bandwidth_limited.append(line)
     elif (nic := NIC_LINK.search(text)) and nic.group("state").lower() == "down":
@@ -97,8 +99,10 @@ def parse_kernel(kernel_log: Section, pcie: Section) -> KernelFacts:
     for line in pcie.numbered():
         if header := _LSPCI_DEVICE.match(line.text):
             device, kind = header.group("bdf"), _device_kind(header.group("what"))
+            if kind is not None:
+                facts.pcie_devices[kind] += 1
         elif kind is not None and LNKSTA_DOWNGRADED.search(line.text):
-            facts.pcie_downgrades.append(PcieDowngrade(device, _width_down(line.text), kind == "gpu", line))
+            facts.pcie_downgrades.append(PcieDowngrade(device, _width_down(line.text), kind, line))
     return facts
 
 
