@@ -204,3 +204,13 @@ def test_a_kubernetes_job_name_is_not_sent_to_slurm() -> None:
     )
     assert slurm is not None and slurm.job_id is None and slurm.job is None
     assert issues[0].kind == "skipped" and "not a Slurm job id" in issues[0].message
+
+
+def test_a_node_configured_with_fewer_gpus_than_its_partition_is_flagged() -> None:
+    assert not findings(recorded_report("slurm-22.05.txt"), "slurm.node.gres_uneven")
+    text = (RECORDED / "slurm-22.05.txt").read_text(encoding="utf-8")
+    text = text.replace("Gres=gpu:8 NodeAddr=10.1.1.13", "Gres=gpu:7 NodeAddr=10.1.1.13")
+    slurm = snapshot_from_output(text, source="replay")
+    report = slurm_report(Snapshot(collected_at="2026-01-01T00:00:00Z", orchestrator="slurm", slurm=slurm))
+    uneven = only(report, "slurm.node.gres_uneven")
+    assert uneven.nodes == ["ip-10-1-1-13"] and "dev" in uneven.title and "8 GPUs" in uneven.title

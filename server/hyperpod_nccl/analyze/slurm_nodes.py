@@ -3,6 +3,7 @@ HyperPod instance behind it. Nodes sharing a condition and a reason make one fin
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 
 from hyperpod_nccl.models import Evidence, Finding, Priority, Status, SuggestedCommand
@@ -12,6 +13,7 @@ from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.slurm import SlurmNode
 
 _MAX_PER_NODE_COMMANDS = 5
+_GPU_GRES = re.compile(r"\bgpu(?::[^:,()]+)?:(\d+)")
 _MAX_EVIDENCE_NODES = 10  # keeps an MCP answer small when hundreds of nodes share one reason
 # Conditions that stop the node taking any work: down, failed or not answering block training
 # that needs it; a drain is a deliberate hold that still lets running jobs finish.
@@ -94,6 +96,48 @@ def _evidence(nodes: list[SlurmNode], reason_lines: dict[str, str]) -> list[Evid
     return evidence
 
 
+def _gpu_count(gres: str | None) -> int | None:
+    """`gpu:8`, `gpu:h100:8`, `gpu:8(S:0-1)`, `gpu:h100:8,shard:4` → 8."""
+    match = _GPU_GRES.search(gres or "")
+    return int(match.group(1)) if match else None
+
+
+def _odd_gpu_counts(partition: str, nodes: list[SlurmNode]) -> tuple[int | None, list[SlurmNode]]:
+    counts = {n.name: c for n in nodes if partition in n.partitions and (c := _gpu_count(n.gres)) is not None}
+    if not counts:
+        return None, []
+    usual = Counter(counts.values()).most_common(1)[0][0]
+    return usual, [n for n in nodes if n.name in counts and counts[n.name] != usual]
+
+
+def _uneven_gres(nodes: list[SlurmNode]) -> list[Finding]:
+    """Nodes of one partition configured with different GPU counts: a node whose gres.conf was
+    lowered after a GPU failure takes jobs that expect a full node, and ranks per node disagree."""
+    findings = []
+    for partition in sorted({p for n in nodes for p in n.partitions}):
+        usual, odd = _odd_gpu_counts(partition, nodes)
+        if not odd:
+            continue
+        names = [n.name for n in odd]
+        findings.append(
+            Finding(
+                id="slurm.node.gres_uneven",
+                status=Status.WARN,
+                priority=Priority.P2,
+                title=f"Partition {partition}: {', '.join(names[:5])} not configured with {usual} GPUs",
+                reference="operations.md § 7",
+                detail="Fine in a partition that mixes node types; otherwise a GPU was configured away.",
+                nodes=names,
+                evidence=[
+                    Evidence(source="scontrol show node", text=n.line, node=n.name)
+                    for n in odd[:_MAX_EVIDENCE_NODES]
+                ],
+                suggested_commands=[remediation.show_node(name) for name in names[:_MAX_PER_NODE_COMMANDS]],
+            )
+        )
+    return findings
+
+
 def _summary(nodes: list[SlurmNode], unusable: int) -> Finding:
     counts = Counter(_condition(n) for n in nodes)
     listing = ", ".join(f"{count} {condition}" for condition, count in counts.most_common())
@@ -117,4 +161,4 @@ def analyze_slurm_nodes(snapshot: Snapshot) -> list[Finding]:
         for (condition, reason), nodes in groups.items()
     ]
     unusable = sum(len(nodes) for nodes in groups.values())
-    return [*findings, _summary(slurm.nodes, unusable)]
+    return [*findings, *_uneven_gres(slurm.nodes), _summary(slurm.nodes, unusable)]
