@@ -9,6 +9,7 @@ from hyperpod_nccl.rankset import expand
 from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import JOB_WIDE_IDS, NODE_LEVEL_IDS, Meaning, exit_code
+from hyperpod_nccl.triage.rank_state import RankState
 from hyperpod_nccl.triage.root_cause import Candidate, Confidence
 from hyperpod_nccl.triage.summary import Topology
 from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest
@@ -165,7 +166,11 @@ _VERDICTS: dict[str, tuple[Category, int, str, Confidence, str]] = {
 
 
 def nccl_candidate(
-    verdict: Classification, fired: Event | None, topology: Topology, clock: Clock
+    verdict: Classification,
+    states: dict[int, RankState],
+    fired: Event | None,
+    topology: Topology,
+    clock: Clock,
 ) -> Candidate | None:
     if verdict.verdict not in _VERDICTS:
         return None
@@ -179,7 +184,7 @@ def nccl_candidate(
         title=title,
         ranks=culprits,
         nodes=sorted({n for r in culprits if (n := topology.node_of(r))}),
-        first=fired,
+        first=next((e for r in culprits if r in states for e in states[r].witness_events), fired),
         when=collective_start(clock.at(fired.stamp) if fired else None, verdict.timeout_ms),
         confidence=confidence,
         finding_id=finding_id,

@@ -54,7 +54,8 @@ PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs mor
 MAX_WORKERS = 4
 TIMELINE_LIMIT = 12
 ORIGIN_EVIDENCE = 16
-_FINAL_KINDS = frozenset({"worker_exit", "srun_task", "slurm_cancel", "take_down", "sigterm"})
+_FINAL_KINDS = frozenset({"take_down", "sigterm"})
+_LAUNCHER_EXIT_KINDS = frozenset({"worker_exit", "srun_task", "slurm_cancel"})  # how a job's end is reported
 _NODE_LOG_KINDS = frozenset({"xid", "sxid", "fell_off_bus", "oom_killed"})
 _NODE_LOG_NAMES = (".dmesg", "kern.log", "dmesg.log", "syslog", "messages")
 
@@ -104,7 +105,7 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
         [s.decisive_event for s in states.values() if s.watchdog == "fired" and s.decisive_event], clock
     )
     candidates = catalogue_candidates(groups, verdict, topology, clock)
-    candidates += [c for c in [nccl_candidate(verdict, fired, topology, clock)] if c]
+    candidates += [c for c in [nccl_candidate(verdict, states, fired, topology, clock)] if c]
     exits = silent_exits(events, verdict)
     if exits:
         findings.append(silent_exit_finding(exits, topology, clock))
@@ -184,7 +185,8 @@ def _context(
         collective = (
             f"{signature[0] if signature and signature[0] else 'collective'} SeqNum {verdict.stuck_seq}"
         )
-    finals = [e for e in events if e.kind in _FINAL_KINDS]
+    launcher = [e for e in events if e.kind in _LAUNCHER_EXIT_KINDS]
+    finals = launcher or [e for e in events if e.kind in _FINAL_KINDS]
     noise = groups.get("triage.noise.connection_resets")
     kernel_sources = {
         e.source for e in events if e.kind in _NODE_LOG_KINDS or e.source.endswith(_NODE_LOG_NAMES)

@@ -153,12 +153,10 @@ _SIMPLE: dict[str, Meaning] = {
         45,
         "debugging-guide.md § 3",
     ),
-    "socket_closed": _warn(
-        "triage.network.connection_closed",
-        "NCCL connection closed by a peer",
-        C.NETWORK,
-        20,
-        "debugging-guide.md § 3",
+    # A peer closing its connections is what every survivor sees when another rank dies or the
+    # watchdog takes a process down: reported, never blamed (transport errors are).
+    "socket_closed": _consequence(
+        "triage.network.connection_closed", "NCCL connections closed by peers", "debugging-guide.md § 3"
     ),
     "evicted": _fail("triage.infra.evicted", "Pod evicted", C.INFRASTRUCTURE, 85, "debugging-guide.md § 16"),
     "node_failure": _fail(
