@@ -25,6 +25,7 @@ from hyperpod_nccl.analyze.node_gpu import analyze_node_gpu
 from hyperpod_nccl.analyze.node_kernel import analyze_node_kernel
 from hyperpod_nccl.analyze.node_limits import analyze_node_limits
 from hyperpod_nccl.analyze.node_probe import analyze_node_probe
+from hyperpod_nccl.analyze.pod_logs import analyze_pod_logs
 from hyperpod_nccl.analyze.pods import analyze_pods
 from hyperpod_nccl.analyze.security_groups import analyze_security_groups
 from hyperpod_nccl.analyze.shm import analyze_shm
@@ -60,6 +61,7 @@ KUBERNETES_ANALYZERS: list[Analyzer] = [
     analyze_efa_plugin,
     analyze_nccl_env,
     analyze_version_skew,
+    analyze_pod_logs,
 ]
 
 ANALYZERS: list[Analyzer] = [
