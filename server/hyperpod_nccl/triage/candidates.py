@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hyperpod_nccl.models import Category
-from hyperpod_nccl.rankset import expand
 from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import JOB_WIDE_IDS, NODE_LEVEL_IDS, Meaning, exit_code
 from hyperpod_nccl.triage.rank_state import RankState
 from hyperpod_nccl.triage.root_cause import Candidate, Confidence
-from hyperpod_nccl.triage.summary import Topology
+from hyperpod_nccl.triage.summary import Topology, srun_tasks
 from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest
 
 _KILL_IDS = frozenset({"triage.host.sigkill"})
@@ -24,7 +23,7 @@ _STALL_WEIGHT, _SILENT_WEIGHT, _MISMATCH_WEIGHT, _ALL_INSIDE_WEIGHT = 57, 52, 88
 def event_ranks(event: Event) -> set[int]:
     """The ranks an event concerns: its own, or the task list of an srun exit line."""
     if event.kind == "srun_task" and "tasks" in event.fields:
-        return set(expand(event.fields["tasks"].replace(" ", "")))
+        return set(srun_tasks(event.fields["tasks"]))
     return {event.rank} if event.rank is not None else set()
 
 

@@ -14,12 +14,12 @@ from hyperpod_nccl.models import (
     Status,
     SuggestedCommand,
 )
-from hyperpod_nccl.rankset import compress, expand
+from hyperpod_nccl.rankset import compress
 from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import Meaning, cuda_oom_figures
 from hyperpod_nccl.triage.rank_state import RankState
-from hyperpod_nccl.triage.summary import Topology
+from hyperpod_nccl.triage.summary import Topology, srun_tasks
 from hyperpod_nccl.triage.timeline import Clock, earliest
 
 EVIDENCE_TEXT_CHARS = 320
@@ -262,7 +262,7 @@ def silent_exit_finding(exits: list[Event], topology: Topology, clock: Clock) ->
 
 def _exit_ranks(event: Event) -> list[int]:
     if event.kind == "srun_task" and "tasks" in event.fields:
-        return expand(event.fields["tasks"].replace(" ", ""))
+        return srun_tasks(event.fields["tasks"])
     return [event.rank] if event.rank is not None else []
 
 

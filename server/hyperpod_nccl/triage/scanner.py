@@ -33,6 +33,7 @@ from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, strip
 
 MAX_EVENTS_PER_FILE = 40_000
 MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
+_MAX_PROBLEMS_PER_FILE = 5
 _KEEP_LATEST = frozenset({"work_update"})
 
 
@@ -121,7 +122,11 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
     dispatcher = _storage_dispatcher() if scan.storage else _event_dispatcher()
     try:
         for number, text in select_lines(stream, finder, report):
-            _take_line(state, dispatcher, number, text)
+            try:
+                _take_line(state, dispatcher, number, text)
+            except ValueError as error:  # a line that fits a pattern's shape but not its meaning
+                if len(scan.problems) < _MAX_PROBLEMS_PER_FILE:
+                    scan.problems.append(f"{source}:{number}: line not understood ({error}); read past it")
     finally:
         scan.lines_read += report.lines
         for line, dropped in report.truncated:

@@ -71,11 +71,19 @@ def _learn_from_lines(topology: Topology, events: list[Event], world: int) -> No
             topology.rank_node.setdefault(rank, event.node)
             topology.bus_rank.setdefault((event.node, pci_bus(fields["bus_id"], nccl=True)), rank)
         elif event.kind == "srun_task" and "host" in fields:
-            for rank in expand(fields["tasks"].replace(" ", "")):
+            for rank in srun_tasks(fields["tasks"]):
                 topology.rank_node.setdefault(rank, fields["host"])
     masters = [e.fields["master"] for e in events if e.kind == "rendezvous" and "master" in e.fields]
     if masters and 0 not in topology.rank_node:
         topology.rank_node[0] = masters[0].split(".", 1)[0]  # MASTER_ADDR is rank 0's host
+
+
+def srun_tasks(text: str) -> list[int]:
+    """srun's task list (`0-6,8`); empty when it is not one."""
+    try:
+        return expand(text.replace(" ", ""))
+    except ValueError:
+        return []
 
 
 def pci_bus(text: str, *, nccl: bool = False) -> str:
