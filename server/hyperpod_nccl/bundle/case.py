@@ -155,6 +155,24 @@ def _tried_lines(comparison: ReportComparison | None) -> list[str]:
     ]
 
 
+def _upload_lines(upload: UploadSuggestion) -> list[str]:
+    return [
+        "## Upload",
+        "",
+        "Suggested command (run this yourself):",
+        "",
+        "```sh",
+        upload.command,
+        "```",
+        "",
+        f"{upload.why} Effect: it {upload.effect}. Needs `{upload.permission}`.",
+        "",
+        "- S3 URI of this bundle: " + UNKNOWN,
+        "- S3 URI of per-node logs, if AWS Support asks for them (collected with the HyperPod "
+        "issue-report tooling): " + UNKNOWN,
+    ]
+
+
 def render_case(
     facts: CaseFacts,
     reports: list[Report],
@@ -162,7 +180,6 @@ def render_case(
     bundle_name: str,
     comparison: ReportComparison | None = None,
 ) -> str:
-    upload = upload_suggestion(bundle_name)
     name = facts.cluster.name or facts.cluster.arn or "the cluster"
     sections = [
         [f"# AWS Support case: NCCL / distributed-training failure on {name}"],
@@ -180,20 +197,6 @@ def render_case(
         ["## Attached in this bundle", "", *_attachment_lines(members)],
         ["## Why escalate", "", "Escalate when one of these holds (tick the one that applies):", ""]
         + [f"- [ ] {item}" for item in _ESCALATE_WHEN],
-        [
-            "## Upload",
-            "",
-            "Suggested command (run this yourself):",
-            "",
-            "```sh",
-            upload.command,
-            "```",
-            "",
-            f"{upload.why} Effect: it {upload.effect}. Needs `{upload.permission}`.",
-            "",
-            "- S3 URI of this bundle: " + UNKNOWN,
-            "- S3 URI of per-node logs, if AWS Support asks for them (collected with the HyperPod "
-            "issue-report tooling): " + UNKNOWN,
-        ],
+        _upload_lines(upload_suggestion(bundle_name)),
     ]
     return "\n\n".join("\n".join(section) for section in sections) + "\n"
