@@ -41,8 +41,8 @@ def test_skill_frontmatter_has_a_valid_name_and_a_description_of_when_to_use_it(
     if path.parent != ROOT:
         assert name == path.parent.name, "a sibling skill is named after its folder"
     assert isinstance(description, str) and 0 < len(description) <= 1024
-    assert "Use it" in description or "Use this" in description, "say when to use it"
-    assert "Not for" in description or "Do not use" in description, "say when not to use it"
+    assert re.search(r"\buse (it|this)\b|\bwhen\b", description, re.I), "say when to use it"
+    assert re.search(r"\bnot for\b|\bdo(n't| not) use\b", description, re.I), "say when not to use it"
 
 
 def test_there_are_sibling_skills_for_log_triage_and_the_escalation_bundle() -> None:
