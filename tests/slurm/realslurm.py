@@ -8,8 +8,10 @@ node, and a running job whose batch script breaks HyperPod's auto-resume rules.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -19,7 +21,6 @@ from pathlib import Path
 
 DAEMONS = ("slurmctld", "slurmd", "munged", "scontrol", "sinfo", "sbatch", "munge", "unmunge")
 PACKAGES = ("slurm-wlm", "munge")
-MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
 DRAINED, DOWN, WORKER = "n2", "n3", "n1"
 DRAIN_REASON = "Kill task failed"
 DOWN_REASON = "gpu count reported lower than configured (7 < 8)"
@@ -86,6 +87,7 @@ SlurmctldHost=localhost
 SlurmctldPort={ctld}
 SlurmUser=root
 AuthType=auth/munge
+AuthInfo=socket={root}/munge.sock
 StateSaveLocation={root}/state
 SlurmdSpoolDir={root}/spool/%n
 SlurmctldPidFile={root}/slurmctld.pid
@@ -158,6 +160,19 @@ class LocalSlurm:
                 process.terminate()
                 process.wait(timeout=10)
 
+    def _job_steps(self) -> list[int]:
+        """slurmstepd and job processes of this cluster: slurmd hands them its SLURM_CONF."""
+        marker = f"SLURM_CONF={self.env['SLURM_CONF']}".encode()
+        started = {p.pid for p in self.processes}
+        pids = []
+        for environ in Path("/proc").glob("[0-9]*/environ"):
+            try:
+                if marker in environ.read_bytes().split(b"\0"):
+                    pids.append(int(environ.parent.name))
+            except OSError:
+                continue
+        return [pid for pid in pids if pid not in started and pid != os.getpid()]
+
     def stop(self) -> None:
         self.cancel_job()
         for process in reversed(self.processes):
@@ -168,30 +183,31 @@ class LocalSlurm:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=5)
+        # A step whose slurmd is gone waits for it forever: end the ones this cluster started.
+        for pid in self._job_steps():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
-def _munge_answers() -> bool:
-    done = subprocess.run("munge -n | unmunge", shell=True, capture_output=True, timeout=10, check=False)
-    return done.returncode == 0
+def _munge_answers(socket_path: Path) -> bool:
+    argv = f"munge -n --socket {socket_path} | unmunge --socket {socket_path}"
+    return subprocess.run(argv, shell=True, capture_output=True, timeout=10, check=False).returncode == 0
 
 
 def _start_munge(cluster: LocalSlurm) -> None:
-    """Reuse a running munged on the default socket (the product checks that one), else start one."""
-    if MUNGE_SOCKET.exists() and _munge_answers():
-        return
-    MUNGE_SOCKET.parent.mkdir(parents=True, exist_ok=True)
-    key = Path("/etc/munge/munge.key")
-    if not key.exists():
-        key.parent.mkdir(parents=True, exist_ok=True)
-        key.write_bytes(os.urandom(1024))
-        key.chmod(0o400)
+    """A munged of this cluster's own (key, socket, seed under its root), named in slurm.conf's
+    AuthInfo: nothing shared with the host's munge or with another test session's cluster."""
     root = cluster.root
+    key = root / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    key.chmod(0o400)
     cluster._spawn(
-        "munged", "-F", "--force", f"--pid-file={root}/munged.pid", f"--log-file={root}/log/munged.log",
+        "munged", "-F", "--force", f"--socket={root}/munge.sock", f"--key-file={key}",
+        f"--pid-file={root}/munged.pid", f"--log-file={root}/log/munged.log",
         f"--seed-file={root}/munged.seed",
     )  # fmt: skip
     deadline = time.monotonic() + 15
-    while not _munge_answers():
+    while not _munge_answers(root / "munge.sock"):
         if time.monotonic() > deadline:
             raise RuntimeError("munged did not start")
         time.sleep(0.2)

@@ -51,14 +51,6 @@ run version scontrol --version
 section ping
 PING=$(timeout "$LIMIT" scontrol ping 2>&1)
 printf '%s\n##### exit %s\n' "$PING" "$?"
-section munge
-if command -v munge >/dev/null 2>&1 && command -v unmunge >/dev/null 2>&1; then
-    # Encode and decode an empty credential: proves munged answers, changes nothing.
-    timeout "$LIMIT" sh -c 'munge -n | unmunge' 2>&1
-    printf '##### exit %s\n' "$?"
-else
-    printf 'munge: command not found\n##### exit 127\n'
-fi
 # Every command below asks slurmctld; with it down each would wait out its time limit, so the
 # sections are marked skipped instead and the probe still finishes in seconds.
 CONTROLLER_SECTIONS='sinfo sinfo_reasons nodes squeue config'
@@ -79,6 +71,18 @@ if printf '%s\n' "$PING" | grep -q '(primary) at .* is UP'; then
     fi
 else
     for name in $CONTROLLER_SECTIONS; do skip "$name"; done
+fi
+
+section munge
+# The socket slurm.conf names (AuthInfo=socket=...), else munge's default.
+MUNGE_SOCKET=$(printf '%s\n' "$CONFIG" | sed -n 's/^AuthInfo *= *.*socket=\([^,]*\).*/\1/p' | head -n 1)
+if command -v munge >/dev/null 2>&1 && command -v unmunge >/dev/null 2>&1; then
+    # Encode and decode an empty credential: proves munged answers, changes nothing. The socket
+    # path travels as a positional argument, never as shell text.
+    timeout "$LIMIT" sh -c 'munge -n ${1:+--socket "$1"} | unmunge ${1:+--socket "$1"}' sh "$MUNGE_SOCKET" 2>&1
+    printf '##### exit %s\n' "$?"
+else
+    printf 'munge: command not found\n##### exit 127\n'
 fi
 
 section host_files
