@@ -65,6 +65,8 @@ async def collect_snapshot_async(
     async with anyio.create_task_group() as group:
         for step in (_nodes_and_probes, _events, _security_groups, _cloudwatch, _orchestrator_side):
             group.start_soon(step, run)
+    # Steps finish in any order; sorted, the same cluster state always saves the same bundle.
+    run.snapshot.collection_issues.sort(key=lambda issue: (issue.source, issue.kind, issue.message))
     progress("collection complete", 1, 1)
     return run.snapshot
 
@@ -159,11 +161,13 @@ def _log_groups(run: CollectionRun) -> list[tuple[str, bool]]:
 async def _scan(run: CollectionRun, prefix: str, required: bool) -> CloudWatchScan | None:
     group, issue = await run.call(cloudwatch.find_log_group, run.clients.logs, prefix)
     if group is None:
-        if required or (issue and issue.kind != "not_found"):
+        absent = issue is not None and issue.kind == "not_found"
+        if required or not absent:
             run.record(issue)
+        if not (required and absent):  # denied or failed: unknown, which is not "no log group"
+            return None
         window = {"window_start": _iso(run.start), "window_end": _iso(run.end)}
-        found = CloudWatchScan(log_group=prefix.rstrip("/"), found=False, complete=False, **window)
-        return found if required else None
+        return CloudWatchScan(log_group=prefix.rstrip("/"), found=False, complete=False, **window)
     run.progress(f"CloudWatch: querying {group}", 0, None)
     scan, issues = await run.call(cloudwatch.scan_log_group, run.clients.logs, group, run.start, run.end)
     run.record(*issues)

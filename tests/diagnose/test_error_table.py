@@ -185,3 +185,15 @@ def test_a_cluster_without_an_eks_orchestrator_is_diagnosed_as_slurm(
     status = finding(report, "hyperpod.cluster.status")
     assert status["title"] == "Cluster ml-slurm is InService (slurm)"
     assert not [f for f in report["findings"] if f["id"] == "collection.kubernetes_skipped"]
+
+
+def test_a_log_group_we_may_not_look_for_is_not_reported_missing(
+    stubs: Stubs, world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stubs.stub("logs", "DescribeLogGroups").fail("AccessDeniedException", 400, "not authorized")
+    _, report, _ = run_json(capsys, "--cluster", world.name)
+    assert (
+        "logs:DescribeLogGroups"
+        in finding(report, "collection.access_denied.logs_describeloggroups")["title"]
+    )
+    assert not [f for f in report["findings"] if f["id"].startswith("cloudwatch.")]
