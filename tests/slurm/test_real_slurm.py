@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from hyperpod_nccl.models import Priority, Report, Status
 from hyperpod_nccl.slurm.service import collect_slurm_snapshot, slurm_report
 from tests.slurm import realslurm
-from tests.slurm.helpers import commands, only
+from tests.slurm.helpers import commands, findings, only
 
 pytestmark = pytest.mark.slurm
 CLI = [str(Path(sys.executable).with_name("hyperpod-nccl"))]
@@ -48,7 +48,7 @@ def test_drained_and_down_nodes_are_reported_with_reason_priority_and_reference(
     assert (down.priority, down.reference) == (Priority.P0, "debugging-guide.md § 5")
     assert "State DOWN" in down.detail
     assert f'scontrol update node={realslurm.DOWN} state=fail reason="Action:Replace"' in commands(down)
-    assert only(report, "slurm.controller.up").status == Status.PASS
+    assert "munge OK" in only(report, "slurm.controller.up").title
 
 
 def test_the_jobs_auto_resume_mistakes_are_read_from_its_real_batch_script(
@@ -137,3 +137,4 @@ def test_stopped_slurmctld_is_p0(real_slurm: realslurm.LocalSlurm) -> None:
     down = only(report, "slurm.controller.down")
     assert (down.priority, down.reference) == (Priority.P0, "operations.md § 7")
     assert any("is DOWN" in e.text for e in down.evidence)
+    assert not findings(report, "slurm.controller.munge")  # munged still answers on slurm.conf's socket

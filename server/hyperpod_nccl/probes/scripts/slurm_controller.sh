@@ -74,8 +74,10 @@ else
 fi
 
 section munge
-# The socket slurm.conf names (AuthInfo=socket=...), else munge's default.
-MUNGE_SOCKET=$(printf '%s\n' "$CONFIG" | sed -n 's/^AuthInfo *= *.*socket=\([^,]*\).*/\1/p' | head -n 1)
+# The socket slurm.conf names (AuthInfo=socket=...), else munge's default. The file is read too,
+# for when slurmctld is down and `scontrol show config` printed nothing.
+MUNGE_SOCKET=$({ printf '%s\n' "$CONFIG"; cat "${SLURM_CONF:-/etc/slurm/slurm.conf}" 2>/dev/null; } |
+    sed -n 's/^AuthInfo *= *.*socket=\([^,]*\).*/\1/p' | head -n 1)
 if command -v munge >/dev/null 2>&1 && command -v unmunge >/dev/null 2>&1; then
     # Encode and decode an empty credential: proves munged answers, changes nothing. The socket
     # path travels as a positional argument, never as shell text.
