@@ -61,7 +61,13 @@ def _options(args: argparse.Namespace) -> Any:
     from hyperpod_nccl.cli import UsageError
     from hyperpod_nccl.diagnose import DiagnoseOptions, parse_window
 
-    region = args.region or os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")
+    # A cluster ARN names its region; an explicit --region still wins.
+    arn_region = (
+        args.cluster.split(":")[3]
+        if args.cluster.startswith("arn:") and args.cluster.count(":") > 4
+        else None
+    )
+    region = args.region or arn_region or os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")
     if not region:
         raise UsageError("a region is required: pass --region or set AWS_DEFAULT_REGION")
     try:

@@ -197,3 +197,12 @@ def test_a_log_group_we_may_not_look_for_is_not_reported_missing(
         in finding(report, "collection.access_denied.logs_describeloggroups")["title"]
     )
     assert not [f for f in report["findings"] if f["id"].startswith("cloudwatch.")]
+
+
+def test_unreachable_aws_exits_1_saying_so_not_blaming_credentials(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    status, report, err = run_json(capsys, "--cluster", "ml-cluster-prod")
+    assert (status, report) == (1, {})
+    assert "cannot reach AWS STS" in err and "credentials" not in err

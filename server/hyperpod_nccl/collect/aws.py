@@ -101,6 +101,10 @@ def check_identity(sts: Any) -> Identity:
     """sts:GetCallerIdentity. Without working credentials nothing else can run: raise."""
     try:
         reply = sts.get_caller_identity()
+    except (EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError) as error:
+        raise AwsPrerequisiteError(
+            f"cannot reach AWS STS ({error}); check network access and rerun"
+        ) from None
     except NoCredentialsError as error:
         raise AwsPrerequisiteError(
             f"no AWS credentials found ({error}); fix AWS credentials and rerun"
