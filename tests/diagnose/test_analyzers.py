@@ -12,6 +12,7 @@ from hyperpod_nccl.snapshot import CollectionIssue, Snapshot
 from hyperpod_nccl.snapshot.aws import (
     AwsSnapshot,
     CloudWatchScan,
+    ClusterEvent,
     HyperPodCluster,
     SecurityGroup,
     SecurityGroupRule,
@@ -110,3 +111,18 @@ def test_two_denials_of_one_action_are_one_warning_with_both_messages() -> None:
     [finding] = analyze_collection(shot)
     assert finding.title == "Missing permission ec2:X: ec2:DescribeSecurityGroups was skipped"
     assert len(finding.evidence) == 2
+
+
+def test_a_reboot_logged_at_info_is_still_an_infrastructure_event() -> None:
+    reboot = ClusterEvent(
+        event_id="e-1",
+        event_time="2026-11-22T04:00:00Z",
+        resource_type="Instance",
+        level="Info",
+        description="Instance reboot initiated by health monitoring agent",
+        instance_id="i-0123456789abcdef0",
+    )
+    routine = reboot.model_copy(update={"event_id": "e-2", "description": "Cluster update completed"})
+    findings = analyze_cluster_events(snapshot(events=[reboot, routine], events_complete=True))
+    [problem] = [f for f in findings if f.id == "hyperpod.events.infrastructure"]
+    assert (problem.priority, problem.instance_ids) == (Priority.P2, ["i-0123456789abcdef0"])

@@ -26,8 +26,17 @@ def _evidence(event: ClusterEvent) -> Evidence:
     )
 
 
+# Node-level disruptions that end the ranks on a node even when the event is logged at Info.
+_DISRUPTIONS = ("fail", "replac", "reboot", "unhealthy", "terminat", "insufficient capacity")
+
+
+def _is_problem(event: ClusterEvent) -> bool:
+    text = event.description.lower()
+    return event.level in ("Warn", "Error") or any(word in text for word in _DISRUPTIONS)
+
+
 def _problem_events(events: list[ClusterEvent]) -> Finding | None:
-    problems = [event for event in events if event.level in ("Warn", "Error")]
+    problems = [event for event in events if _is_problem(event)]
     if not problems:
         return None
     errors = [event for event in problems if event.level == "Error"]
@@ -36,7 +45,7 @@ def _problem_events(events: list[ClusterEvent]) -> Finding | None:
         id="hyperpod.events.infrastructure",
         status=Status.WARN,
         priority=Priority.P1 if errors else Priority.P2,
-        title=f"{len(problems)} infrastructure event(s) at Warn/Error level in the window"
+        title=f"{len(problems)} infrastructure event(s) in the window: failures, reboots or replacements"
         + (f" on {len(ids)} node(s)" if ids else ""),
         reference="debugging-guide.md § 16",
         detail="A node rebooted, replaced or failing a health check during the run ends the ranks on it.",
