@@ -211,3 +211,22 @@ async def test_the_mcp_tool_returns_the_report_the_cli_prints(tmp_path: Path) ->
     assert not result.is_error
     assert result.structured_content == json.loads(cli.stdout)
     assert refused.is_error
+
+
+def test_aistore_error_counters_are_compared_across_stats_lines_and_dated_by_the_file_name(
+    tmp_path: Path,
+) -> None:
+    logs, storage = tmp_path / "logs", tmp_path / "ais"
+    write_job(logs, {})
+    storage.mkdir()
+    (storage / "aistarget.ais-target-3.INFO.0302-095500.1").write_text(
+        "I 10:00:00.104512 stats:201 get.n:18000 err.get.n:2 err.getbatch.n:0 err.http.write.n:0\n"
+        "E 10:01:15.412345 shared-dm: terminated: write tcp 10.2.0.7:51081->10.2.0.9:40412: broken pipe\n"
+        "I 10:03:00.104512 stats:201 get.n:18270 err.get.n:5 err.getbatch.n:0 err.http.write.n:12\n"
+    )
+    report = run_triage([logs], [storage])
+    (counters,) = [f for f in report.findings if f.id == "triage.storage.ais_error_counters"]
+    assert "err.http.write.n +12, err.get.n +3" in counters.title
+    assert [e.line for e in counters.evidence] == [1, 3]
+    broken = next(t for t in report.timeline if t.source.endswith(".1:2"))
+    assert broken.time == "2026-03-02T10:01:15Z"

@@ -46,6 +46,7 @@ from hyperpod_nccl.triage.root_cause import (
     root_cause,
 )
 from hyperpod_nccl.triage.scanner import scan_input
+from hyperpod_nccl.triage.storage import counter_findings
 from hyperpod_nccl.triage.summary import Topology, build_topology, job_summary, node_versions, pci_bus
 from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest, entry, iso, ordered
 from hyperpod_nccl.triage.versions import version_skew
@@ -101,6 +102,7 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
     findings = nccl_findings(verdict, states, topology, clock)
     findings += [catalogue_finding(meaning, found, topology, clock) for meaning, found in groups.values()]
     findings += [skew.finding] if skew else []
+    findings += counter_findings(events, topology)
     fired = earliest(
         [s.decisive_event for s in states.values() if s.watchdog == "fired" and s.decisive_event], clock
     )

@@ -358,6 +358,7 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
 )
 
 STORAGE_PATTERNS: tuple[Pattern, ...] = (
+    _p("ais_stats", "err.get.n:", r"^I (?P<clock>\d\d:\d\d:\d\d)", key="clock"),
     _p("ais_lost_objects", "out-of-bounds index"),
     _p("ais_stream_broken", ("broken pipe", "Broken pipe")),
     _p("ais_dropped", "dropping recv"),

@@ -8,6 +8,7 @@ fold into the first event's `count`, so memory grows with ranks × kinds, never 
 from __future__ import annotations
 
 import gzip
+import re
 import tarfile
 import zlib
 from collections.abc import Iterator
@@ -137,6 +138,8 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
 
 def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str) -> None:
     stripped = strip(text)
+    if state.scan.storage and stripped.stamp is None:
+        stripped.stamp = _daemon_stamp(state.source, text)
     _note_identity(state, stripped)
     if number <= HEAD_LINES:
         _note_framework(state.scan, text)
@@ -150,6 +153,18 @@ def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str
         if fields is not None:
             _record(state, pattern, fields, number, text, stripped)
             return
+
+
+_DAEMON_CLOCK = re.compile(r"[IWE] (\d\d:\d\d:\d\d)\.\d+ ")
+_DAEMON_FILE_DAY = re.compile(r"\.(\d\d)(\d\d)-\d{6}\.")
+
+
+def _daemon_stamp(source: str, text: str) -> str | None:
+    """AIStore's glog lines carry only a time; the day is in the file name (`INFO.0302-095500.1`)."""
+    clock, day = _DAEMON_CLOCK.match(text), _DAEMON_FILE_DAY.search(source)
+    if not clock or not day:
+        return None
+    return f"{UNKNOWN_YEAR}-{day.group(1)}-{day.group(2)}T{clock.group(1)}"
 
 
 def _note_identity(state: _FileState, stripped: Stripped) -> None:
