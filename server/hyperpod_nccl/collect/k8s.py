@@ -57,6 +57,12 @@ def kubernetes_client_from_kubeconfig(path: str | None, context: str | None) -> 
     return read_only_api_client(configuration)
 
 
+def _pods_listing(api_client: ReadOnlyApiClient, namespace: str | None) -> _Listing:
+    core = CoreV1Api(api_client)
+    call = partial(core.list_namespaced_pod, namespace) if namespace else core.list_pod_for_all_namespaces
+    return _Listing("pods", "pods: list", call)
+
+
 def _listings(api_client: ReadOnlyApiClient, namespace: str | None) -> list[_Listing]:
     core, net, apps = CoreV1Api(api_client), NetworkingV1Api(api_client), AppsV1Api(api_client)
 
@@ -64,7 +70,7 @@ def _listings(api_client: ReadOnlyApiClient, namespace: str | None) -> list[_Lis
         return partial(namespaced, namespace) if namespace else everywhere
 
     return [
-        _Listing("pods", "pods: list", scoped(core.list_namespaced_pod, core.list_pod_for_all_namespaces)),
+        _pods_listing(api_client, namespace),
         _Listing("nodes", "nodes: list", core.list_node),
         _Listing(
             "events", "events: list", scoped(core.list_namespaced_event, core.list_event_for_all_namespaces)
@@ -154,4 +160,14 @@ async def collect_kubernetes(
         CoreV1Api(api_client), snapshot, tail_lines=log_tail_lines, progress=report
     )
     issues.extend(log_issues)
+    return snapshot, issues
+
+
+async def collect_pods(
+    api_client: ReadOnlyApiClient, *, namespace: str | None, job: str | None
+) -> tuple[KubernetesSnapshot, list[CollectionIssue]]:
+    """Only the pods (one paged list call): what `list_pods` needs, without the rest of the cluster."""
+    snapshot = KubernetesSnapshot(namespace=namespace, job=job)
+    issues: list[CollectionIssue] = []
+    await _read_listing(_pods_listing(api_client, namespace), snapshot, issues)
     return snapshot, issues
