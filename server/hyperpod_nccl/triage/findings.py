@@ -149,6 +149,16 @@ def nccl_findings(
     return found
 
 
+def _who(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compress(ranks)}"
+
+
+def _issued(signature: tuple[str | None, int | None, int | None]) -> str:
+    op, numel_in, numel_out = signature
+    sizes = f" NumelIn={numel_in} NumelOut={numel_out}" if numel_in is not None else ""
+    return f"{op}{sizes}"
+
+
 def _waiting_witness(verdict: Classification, states: dict[int, RankState]) -> list[Event]:
     for rank in verdict.waiting:
         event = states[rank].timeout_event or states[rank].decisive_event
@@ -211,10 +221,7 @@ def _mismatch(
     verdict: Classification, states: dict[int, RankState], topology: Topology, clock: Clock
 ) -> Finding:
     groups = sorted(verdict.mismatched.items(), key=lambda item: len(item[1]))
-    shown = "; ".join(
-        f"ranks {compress(ranks)}: {op} NumelIn={numel_in} NumelOut={numel_out}"
-        for (op, numel_in, numel_out), ranks in groups[:4]
-    )
+    shown = "; ".join(f"{_who(ranks)}: {_issued(signature)}" for signature, ranks in groups[:4])
     witnesses = [states[ranks[0]].timeout_event for _, ranks in groups[:MAX_EVIDENCE]]
     return Finding(
         id="triage.nccl.collective_mismatch",

@@ -152,6 +152,11 @@ def _ruled_out(top: Candidate, context: Context) -> list[str]:
         )
     if verdict.waiting and not verdict.mismatched and top.category != Category.COLLECTIVE_MISMATCH:
         out.append("collective mismatch: every rank that timed out issued the same OpType and sizes")
+    if verdict.verdict == "mismatch":
+        out.append(
+            f"straggler / network: every rank reached {context.collective or 'the collective'}; they "
+            "disagreed on what to run"
+        )
     if verdict.verdict == "all_inside":
         out.append("straggler: every rank was inside the collective and none was missing")
     out += [f"{note} (stale)" for note in context.stale]
