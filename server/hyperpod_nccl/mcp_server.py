@@ -21,6 +21,7 @@ from pydantic import Field
 from hyperpod_nccl import __version__
 from hyperpod_nccl.diagnose_tools import describe_cluster, list_cluster_nodes, run_diagnostic, scan_cloudwatch
 from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.k8s_tools import get_pod_logs, list_pods
 from hyperpod_nccl.probes.tool import probe_nodes
 from hyperpod_nccl.references import (
     ReferenceIndex,
@@ -119,6 +120,9 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (describe_cluster, READ_ONLY_LIVE),
     (list_cluster_nodes, READ_ONLY_LIVE),
     (scan_cloudwatch, READ_ONLY_LIVE),
+    # Kubernetes GETs only (pods, pods/log), never exec.
+    (list_pods, READ_ONLY_LIVE),
+    (get_pod_logs, READ_ONLY_LIVE),
 ]
 
 

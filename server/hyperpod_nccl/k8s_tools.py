@@ -1,0 +1,244 @@
+"""MCP tools for the Kubernetes side: list_pods and get_pod_logs.
+
+Both reach the cluster through a kubeconfig (file and context) or an EKS cluster name, read with
+GET only, and return summaries sized for an LLM's context: phase counts and the unhealthy pods,
+or the tail of one container's log (redacted) with the triage engine's reading of it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import anyio
+import urllib3
+from kubernetes.client import CoreV1Api
+from kubernetes.client.exceptions import ApiException
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field
+
+from hyperpod_nccl.analyze.pod_logs import relabel, triage_logs
+from hyperpod_nccl.analyze.pods import KINDS, analyze_pods, pod_problems
+from hyperpod_nccl.collect.eks_auth import KubernetesAccessError, kubernetes_client_for_eks_cluster
+from hyperpod_nccl.collect.k8s import collect_pods, kubernetes_client_from_kubeconfig
+from hyperpod_nccl.collect.k8s_errors import issue_for
+from hyperpod_nccl.collect.k8s_logs import MAX_TAIL_LINES, LogRequest, read_log
+from hyperpod_nccl.guard.k8s import ReadOnlyApiClient
+from hyperpod_nccl.guard.redact import redact_text
+from hyperpod_nccl.guard.validate import ExistingPath, JobName, Namespace, PodName, Region
+from hyperpod_nccl.models import Finding
+from hyperpod_nccl.snapshot import Snapshot
+from hyperpod_nccl.snapshot.kubernetes import GPU_RESOURCE, PodLog, containers_of, pod_key, requested
+
+_MAX_ROWS = 50
+_EVIDENCE_PER_FINDING = 3
+
+KubeContext = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9@:/._-]{1,253}$",
+        description="kubeconfig context name, e.g. arn:aws:eks:us-west-2:111122223333:cluster/ml-eks.",
+    ),
+]
+EksClusterName = Annotated[
+    str,
+    Field(
+        pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$", description="EKS cluster name (not the HyperPod name)."
+    ),
+]
+ContainerName = Annotated[
+    str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", description="Container name.")
+]
+TailLines = Annotated[
+    int, Field(ge=1, le=MAX_TAIL_LINES, description="Lines from the end of the log (≤ 2000).")
+]
+
+
+async def _client(
+    kubeconfig: str | None, context: str | None, eks_cluster: str | None, region: str | None
+) -> ReadOnlyApiClient:
+    try:
+        if eks_cluster:
+            if not region:
+                raise ToolError("eks_cluster needs region (the EKS cluster's AWS region)")
+            return await anyio.to_thread.run_sync(
+                lambda: kubernetes_client_for_eks_cluster(eks_cluster, region)
+            )
+        return kubernetes_client_from_kubeconfig(kubeconfig, context)
+    except KubernetesAccessError as error:
+        raise ToolError(f"{error.issue.source}: {error.issue.message}") from None
+
+
+def _compact(findings: list[Finding]) -> list[Finding]:
+    return [
+        f.model_copy(update={"evidence": f.evidence[:_EVIDENCE_PER_FINDING]}) for f in findings if f.is_issue
+    ]
+
+
+class PodRow(BaseModel):
+    pod: str = Field(description="namespace/name")
+    phase: str
+    problem: str = Field(description="What is wrong, e.g. `k8s.pod.crash_loop`.")
+    detail: str = Field(description="The status or condition text as the API reports it.")
+    restarts: int
+    node: str | None
+
+
+class PodList(BaseModel):
+    scope: str
+    complete: bool = Field(description="False when the pods could not be listed; see `problems`.")
+    total: int
+    by_phase: dict[str, int]
+    unhealthy: list[PodRow] = Field(description=f"Pods with a problem, at most {_MAX_ROWS}.")
+    unhealthy_total: int
+    findings: list[Finding] = Field(description="The pod-lifecycle findings (FAIL/WARN) with commands.")
+    problems: list[str] = Field(default_factory=list, description="Calls that failed, with the RBAC verb.")
+
+
+def _row(pod: dict[str, Any]) -> PodRow | None:
+    problems = pod_problems(pod)
+    if not problems:
+        return None
+    statuses = pod["status"].get("containerStatuses") or []
+    return PodRow(
+        pod=pod_key(pod),
+        phase=pod["status"].get("phase", "Unknown"),
+        problem=KINDS[problems[0].kind].id,
+        detail=problems[0].evidence.text[:300],
+        restarts=sum(s.get("restartCount", 0) for s in statuses),
+        node=pod.get("spec", {}).get("nodeName"),
+    )
+
+
+async def list_pods(
+    namespace: Namespace | None = None,
+    job: JobName | None = None,
+    kubeconfig: ExistingPath | None = None,
+    context: KubeContext | None = None,
+    eks_cluster: EksClusterName | None = None,
+    region: Region | None = None,
+) -> PodList:
+    """List the pods of a Kubernetes / HyperPod EKS cluster, a namespace or one training job, summarised.
+
+    Use this to see at a glance which pods are Pending (with the scheduler's reason), in
+    CrashLoopBackOff, OOMKilled (exit 137), failing an init container or an image pull, Evicted,
+    or restarting, and on which node. Connect with `kubeconfig` (+ `context`), or with
+    `eks_cluster` + `region` (token signed with your AWS credentials; no aws CLI needed); without
+    either the default kubeconfig is used. Returns phase counts, the unhealthy pods (reason,
+    restarts, node) and the findings with suggested kubectl commands — never the full pod list.
+    """
+    client = await _client(kubeconfig, context, eks_cluster, region)
+    kubernetes, issues = await collect_pods(client, namespace=namespace, job=job)
+    if job:
+        kubernetes.pods = kubernetes.job_pods()
+    rows = [row for pod in kubernetes.pods if (row := _row(pod))]
+    snapshot = Snapshot(collected_at=_now(), namespace=namespace, job=job, kubernetes=kubernetes)
+    return PodList(
+        scope=f"{namespace or 'all namespaces'}" + (f", job {job}" if job else ""),
+        complete=not issues,
+        total=len(kubernetes.pods),
+        by_phase=dict(Counter(pod["status"].get("phase", "Unknown") for pod in kubernetes.pods)),
+        unhealthy=rows[:_MAX_ROWS],
+        unhealthy_total=len(rows),
+        findings=_compact(analyze_pods(snapshot)),
+        problems=[f"{issue.source}: {issue.message}" + _needs(issue.permission) for issue in issues],
+    )
+
+
+def _needs(permission: str | None) -> str:
+    return f" (needs RBAC {permission})" if permission else ""
+
+
+def _now() -> str:
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
+
+
+class PodLogResult(BaseModel):
+    pod: str = Field(description="namespace/name")
+    container: str
+    containers: list[str] = Field(description="Every container of the pod (init containers first).")
+    previous: bool
+    node: str | None
+    lines: int
+    truncated: bool = Field(description="True when older lines were left out (only the tail was read).")
+    text: str = Field(description="The last lines of the log, secrets redacted.")
+    triage_findings: list[Finding] = Field(description="What the log triage engine found in these lines.")
+    root_cause: str | None = Field(description="The triage engine's root cause, when it found one.")
+
+
+async def _read_pod(core: CoreV1Api, pod: str, namespace: str) -> dict[str, Any]:
+    response = await anyio.to_thread.run_sync(
+        lambda: core.read_namespaced_pod(pod, namespace, _preload_content=False, _request_timeout=(10, 60))
+    )
+    return json.loads(response.data)
+
+
+def _choose_container(pod: dict[str, Any], container: str | None) -> tuple[str, list[str]]:
+    main = containers_of(pod)
+    names = [c["name"] for c in containers_of(pod, init=True) + main]
+    if container is None:
+        # The training container is the one holding the GPUs; sidecars come and go.
+        chosen = next(
+            (c["name"] for c in main if requested(c, GPU_RESOURCE) > 0), main[0]["name"] if main else ""
+        )
+        return chosen, names
+    if container not in names:
+        raise ToolError(
+            f"pod {pod_key(pod)} has no container {container!r}; its containers: {', '.join(names)}"
+        )
+    return container, names
+
+
+async def _triage(log: PodLog) -> tuple[list[Finding], str | None]:
+    if not log.text.strip():
+        return [], None
+    report, by_file = await anyio.to_thread.run_sync(triage_logs, [log])
+    cause = report.root_cause
+    return _compact([relabel(f, by_file) for f in report.findings]), cause.summary if cause else None
+
+
+async def get_pod_logs(
+    pod: PodName,
+    namespace: Namespace,
+    container: ContainerName | None = None,
+    tail: TailLines = 200,
+    previous: bool = False,
+    kubeconfig: ExistingPath | None = None,
+    context: KubeContext | None = None,
+    eks_cluster: EksClusterName | None = None,
+    region: Region | None = None,
+) -> PodLogResult:
+    """Read the last lines of one pod's log (kubectl logs --tail, optionally --previous), redacted.
+
+    Use this after list_pods or a finding names a pod: `previous=true` reads the instance that
+    crashed or was OOM-killed before the restart. Without `container`, the GPU (training)
+    container is read. Connect as for list_pods. Returns the log tail (at most 2000 lines),
+    secrets masked, plus what the log triage engine found in it (NCCL watchdog, EFA, version,
+    exception lines) and its root cause when it has one.
+    """
+    core = CoreV1Api(await _client(kubeconfig, context, eks_cluster, region))
+    try:
+        obj = await _read_pod(core, pod, namespace)
+        chosen, names = _choose_container(obj, container)
+        request = LogRequest(namespace, pod, chosen, previous, obj.get("spec", {}).get("nodeName"))
+        text = await anyio.to_thread.run_sync(read_log, core, request, tail)
+    except (ApiException, urllib3.exceptions.HTTPError, OSError) as error:
+        issue = issue_for(f"pods/log {namespace}/{pod}", "pods/log: get", error)
+        raise ToolError(f"{issue.source}: {issue.message}{_needs(issue.permission)}") from None
+    log = PodLog(namespace=namespace, pod=pod, container=chosen, previous=previous, node=request.node)
+    log.text, log.truncated = redact_text(text), text.count("\n") >= tail
+    findings, cause = await _triage(log)
+    return PodLogResult(
+        pod=f"{namespace}/{pod}",
+        container=chosen,
+        containers=names,
+        previous=previous,
+        node=request.node,
+        lines=len(log.text.splitlines()),
+        truncated=log.truncated,
+        text=log.text,
+        triage_findings=findings,
+        root_cause=cause,
+    )
