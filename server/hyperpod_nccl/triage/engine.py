@@ -15,7 +15,7 @@ from datetime import datetime
 from multiprocessing import get_context
 from pathlib import Path
 
-from hyperpod_nccl.models import Finding, Report, RootCause, SkippedInput, TimelineEvent
+from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput, TimelineEvent
 from hyperpod_nccl.triage.budget import fit_to_budget
 from hyperpod_nccl.triage.candidates import (
     catalogue_candidates,
@@ -204,6 +204,7 @@ def _context(
         noise_count=sum(e.count for e in noise[1]) if noise else 0,
         hardware_logs_seen=bool(kernel_sources),
         kernel_oom_seen="triage.host.oom_killed" in groups,
+        hardware_fault_seen=any(m.category == Category.GPU_HARDWARE for m, _ in groups.values()),
         job_started=_job_started(scans, events, kernel_sources, clock, fired, verdict),
     )
 
@@ -252,9 +253,11 @@ def _root_cause(
     top = choose(candidates)
     if top is None:
         return None, None
-    if suspects and (not top.ranks or top.category.value == "storage_io"):
+    if suspects and (not top.ranks or top.category == Category.STORAGE_IO):
         on_nodes = [r for r in suspects if not top.nodes or topology.node_of(r) in top.nodes]
-        top.ranks = on_nodes or (suspects if top.category.value == "storage_io" else top.ranks)
+        top.ranks = on_nodes or (suspects if top.category == Category.STORAGE_IO else top.ranks)
+    if top.finding_id == "triage.network.transport_error" and verdict.verdict == "all_inside":
+        top.confidence = "high"  # transport errors, and every rank was inside the collective
     nodes = sorted({n for r in top.ranks if (n := topology.node_of(r))}) or top.nodes
     return root_cause(top, context, nodes), top
 

@@ -50,6 +50,7 @@ class Context:
     noise_count: int
     hardware_logs_seen: bool
     kernel_oom_seen: bool
+    hardware_fault_seen: bool
     job_started: datetime | None = None
     stale: list[str] = field(default_factory=list)
 
@@ -162,7 +163,11 @@ def _ruled_out(top: Candidate, context: Context) -> list[str]:
     out += [f"{note} (stale)" for note in context.stale]
     if context.noise_count:
         out.append(f"connection resets: {context.noise_count} recovered on the first retry (noise)")
-    if context.hardware_logs_seen and top.category != Category.GPU_HARDWARE:
+    if (
+        context.hardware_logs_seen
+        and not context.hardware_fault_seen
+        and top.category != Category.GPU_HARDWARE
+    ):
         out.append("GPU hardware: the node logs hold no hardware Xid, ECC or fallen-off-the-bus line")
     if context.hardware_logs_seen and not context.kernel_oom_seen and top.category != Category.HOST_OOM:
         out.append("host OOM: the node logs hold no OOM-killer line")
