@@ -27,6 +27,7 @@ from hyperpod_nccl.collect.aws import (
     no_progress,
 )
 from hyperpod_nccl.collect.run import CollectionRun, DiagnoseOptions, parse_window, skipped
+from hyperpod_nccl.diagnose_cause import diagnose_root_cause
 from hyperpod_nccl.models import Report, SkippedInput
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.aws import AwsSnapshot, CloudWatchScan
@@ -200,4 +201,7 @@ def diagnose(snapshot: Snapshot) -> Report:
         SkippedInput(source=issue.source, reason=f"{issue.kind}: {issue.message}")
         for issue in snapshot.collection_issues
     ]
-    return Report.build("diagnose", run_analyzers(snapshot), skipped=skipped_inputs)
+    findings = run_analyzers(snapshot)
+    return Report.build(
+        "diagnose", findings, root_cause=diagnose_root_cause(findings), skipped=skipped_inputs
+    )
