@@ -98,37 +98,55 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
     states = build_rank_states(events)
     verdict = classify(states, topology.world)
     groups = _group_by_meaning(events)
-    skew = version_skew(events, node_versions(events, topology), topology, clock)
-    findings = nccl_findings(verdict, states, topology, clock)
-    findings += [catalogue_finding(meaning, found, topology, clock) for meaning, found in groups.values()]
-    findings += [skew.finding] if skew else []
-    findings += counter_findings(events, topology)
     fired = earliest(
         [s.decisive_event for s in states.values() if s.watchdog == "fired" and s.decisive_event], clock
     )
-    candidates = catalogue_candidates(groups, verdict, topology, clock)
-    candidates += [c for c in [nccl_candidate(verdict, states, fired, topology, clock)] if c]
-    exits = silent_exits(events, verdict)
-    if exits:
-        findings.append(silent_exit_finding(exits, topology, clock))
-        candidates += [c for c in [silent_exit_candidate(exits, verdict, topology, clock)] if c]
-    candidates += [skew.candidate] if skew else []
+    findings, candidates = _findings_and_candidates(events, states, verdict, groups, fired, topology, clock)
     context = _context(scans, verdict, states, events, groups, fired, clock)
     cause, origin = _root_cause(candidates, verdict, context, topology)
     if origin is not None and origin.finding_id in groups:
         _widen_evidence(findings, groups[origin.finding_id][1], origin.finding_id, topology, clock)
+    timeline = _timeline(groups, states, verdict, fired, clock)
     report = Report.build(
         "triage",
         findings,
         files_read=sum(1 for scan in scans if scan.lines_read),
         ranks_seen=len({e.rank for e in events if e.rank is not None} | set(topology.rank_node)),
         root_cause=cause,
-        timeline=_timeline(groups, states, verdict, fired, events, clock),
+        timeline=timeline,
         skipped=skipped + [SkippedInput(source=s.source, reason=p) for s in scans for p in s.problems],
-        job=job_summary(scans, events, topology, clock.notes()),
+        job=job_summary(
+            scans, events, topology, clock.notes()
+        ),  # after the timeline: notes say what was dated
         rank_states=rank_state_groups(states, verdict, topology),
     )
     return fit_to_budget(report, protected=origin.finding_id if origin else None)
+
+
+def _findings_and_candidates(
+    events: list[Event],
+    states: dict[int, RankState],
+    verdict: Classification,
+    groups: dict[str, tuple[Meaning, list[Event]]],
+    fired: Event | None,
+    topology: Topology,
+    clock: Clock,
+) -> tuple[list[Finding], list[Candidate]]:
+    """Every finding the report lists, and every origin the root cause can choose from."""
+    findings = nccl_findings(verdict, states, topology, clock)
+    findings += [catalogue_finding(meaning, found, topology, clock) for meaning, found in groups.values()]
+    findings += counter_findings(events, topology)
+    candidates = catalogue_candidates(groups, verdict, topology, clock)
+    candidates += [c for c in [nccl_candidate(verdict, states, fired, topology, clock)] if c]
+    skew = version_skew(events, node_versions(events, topology), topology, clock)
+    if skew:
+        findings.append(skew.finding)
+        candidates.append(skew.candidate)
+    exits = silent_exits(events, verdict)
+    if exits:
+        findings.append(silent_exit_finding(exits, topology, clock))
+        candidates += [c for c in [silent_exit_candidate(exits, verdict, topology, clock)] if c]
+    return findings, candidates
 
 
 def _fill_nodes(events: list[Event], topology: Topology) -> None:
@@ -267,7 +285,6 @@ def _timeline(
     states: dict[int, RankState],
     verdict: Classification,
     fired: Event | None,
-    events: list[Event],
     clock: Clock,
 ) -> list[TimelineEvent]:
     entries: list[TimelineEvent] = []

@@ -214,15 +214,24 @@ def _record(
         event.fields["local_rank"] = str(stripped.local_rank)
     if pattern.kind == "worker_exit":
         _attach_failure_block(state, event)
-    key = (
+    _keep(state, event, _fold_key(pattern, event, stripped.local_rank))
+
+
+def _fold_key(pattern: Pattern, event: Event, local_rank: int | None) -> tuple[object, ...]:
+    """Lines with the same key fold into one event: one kind, from one pattern, on one rank."""
+    separator = event.fields.get(pattern.key) if pattern.key else None
+    return (
         event.kind,
         pattern.anchors[0],
         event.rank,
-        stripped.local_rank,
+        local_rank,
         event.node,
-        fields.get("pg"),
-        fields.get(pattern.key) if pattern.key else None,
+        event.fields.get("pg"),
+        separator,
     )
+
+
+def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
     existing = state.keyed.get(key)
     if existing is None:
         if len(state.keyed) < MAX_EVENTS_PER_FILE:
@@ -233,7 +242,7 @@ def _record(
         existing.line, existing.text, existing.fields, existing.stamp = (
             event.line,
             event.text,
-            fields,
+            event.fields,
             event.stamp,
         )
 

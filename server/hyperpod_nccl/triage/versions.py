@@ -55,19 +55,17 @@ def _skew(
     clock: Clock,
 ) -> Skew:
     odd_ranks = sorted(r for r, node in topology.rank_node.items() if node in odd_nodes)
-    witnesses = [e for e in events if e.kind == kind and (e.node or topology.node_of(e.rank)) in odd_nodes][
-        :1
-    ]
-    witnesses += [e for e in events if e.kind == kind and e.fields.get("version") == majority][:1]
-    others = ", ".join(
+    of_kind = [e for e in events if e.kind == kind]
+    witnesses = [e for e in of_kind if (e.node or topology.node_of(e.rank)) in odd_nodes][:1]
+    witnesses += [e for e in of_kind if e.fields.get("version") == majority][:1]
+    spread = ", ".join(
         f"{version} on {count} node{'s' if count > 1 else ''}" for version, count in counts.most_common()
     )
-    title = f"{name} versions differ across nodes ({others})"
     finding = Finding(
         id=f"triage.software.{kind.removesuffix('_version')}_version_skew",
         status=Status.FAIL,
         priority=Priority.P0,
-        title=title,
+        title=f"{name} versions differ across nodes ({spread})",
         reference="debugging-guide.md § 10",
         detail=f"Odd nodes: {', '.join(odd_nodes[:8])}; the majority runs {majority}.",
         ranks=odd_ranks if len(odd_ranks) <= 64 else [],
@@ -75,15 +73,9 @@ def _skew(
         evidence=[evidence(e, topology) for e in witnesses],
     )
     first = witnesses[0] if witnesses else None
+    when = clock.at(first.stamp) if first else None
+    title = f"{name} version mismatch across ranks"
     candidate = Candidate(
-        category=Category.SOFTWARE,
-        weight=_SKEW_WEIGHT,
-        title=f"{name} version mismatch across ranks",
-        ranks=odd_ranks,
-        nodes=odd_nodes,
-        first=first,
-        when=clock.at(first.stamp) if first else None,
-        confidence="high",
-        finding_id=finding.id,
+        Category.SOFTWARE, _SKEW_WEIGHT, title, odd_ranks, odd_nodes, first, when, "high", finding.id
     )
     return Skew(finding, candidate)
