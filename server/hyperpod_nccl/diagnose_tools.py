@@ -23,7 +23,7 @@ from hyperpod_nccl.collect.run import DiagnoseOptions, parse_window
 from hyperpod_nccl.diagnose import collect_snapshot_async, diagnose
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, ExistingPath, InstanceId, JobName, Namespace, Region
-from hyperpod_nccl.models import Finding, SkippedInput, Summary
+from hyperpod_nccl.models import Finding, Report, RootCause, SkippedInput, Summary
 from hyperpod_nccl.snapshot import SNAPSHOT_FILE, CollectionIssue, Snapshot
 from hyperpod_nccl.snapshot.aws import (
     AwsSnapshot,
@@ -35,6 +35,9 @@ from hyperpod_nccl.snapshot.aws import (
 
 Window = Annotated[
     str, Field(pattern=r"^(\d+[smhd])+$", description="How far back to look, e.g. 30m, 2h, 1d (default 2h).")
+]
+KubeContext = Annotated[
+    str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,252}$", description="kubeconfig context name.")
 ]
 _MAX_ROWS = 50
 _EVIDENCE_PER_FINDING = 3
@@ -185,6 +188,7 @@ def _iso(moment: datetime) -> str:
 class DiagnosticResult(BaseModel):
     source: str = Field(description="`live` or the bundle directory replayed.")
     summary: Summary
+    root_cause: RootCause | None = Field(description="The most fundamental blocking finding, if any.")
     findings: list[Finding] = Field(description="FAIL, WARN and INFO findings; PASS omitted.")
     passed: list[str] = Field(description="Titles of the checks that passed.")
     skipped: list[SkippedInput] = Field(description="What could not be collected, and why.")
@@ -243,6 +247,8 @@ async def run_diagnostic(
     since: Window = "2h",
     bundle: ExistingPath | None = None,
     save_bundle: Annotated[str | None, Field(description="Directory to write the snapshot to.")] = None,
+    kubeconfig: ExistingPath | None = None,
+    context: KubeContext | None = None,
 ) -> DiagnosticResult:
     """Run the full read-only HyperPod cluster diagnostic, live or from a saved bundle.
 
@@ -250,7 +256,8 @@ async def run_diagnostic(
     the cluster and every node, cluster events, security-group self-references, Kubernetes
     (pods, events, NetworkPolicies, NCCL env, pod logs) or Slurm, sampled on-node probes and
     CloudWatch. Live: give `cluster` and `region` (scope with `namespace` / `job`). Offline: give
-    `bundle` (a directory written with `save_bundle` or `diagnose --save-bundle`). Returns the
+    `bundle` (a directory written with `save_bundle` or `diagnose --save-bundle`). Kubernetes
+    access comes from the EKS cluster itself unless `kubeconfig` / `context` are given. Returns the
     FAIL/WARN/INFO findings with ids, references and suggested commands (run none yourself:
     show them to the user), the passed checks by title, and what could not be collected.
     Progress is reported while it runs; a large cluster can take minutes.
@@ -269,16 +276,23 @@ async def run_diagnostic(
             node=node,
             sample_nodes=sample_nodes,
             since=since,
+            kubeconfig=kubeconfig,
+            context=context,
         )
         snapshot = redact_model(await _collect_live(ctx, options))
         if save_bundle:
             snapshot.save(Path(save_bundle))
-    report = diagnose(snapshot)
+    saved = str(Path(save_bundle).resolve()) if save_bundle and not bundle else None
+    return _result(diagnose(snapshot), bundle or "live", saved)
+
+
+def _result(report: Report, source: str, saved: str | None) -> DiagnosticResult:
     return DiagnosticResult(
-        source=bundle or "live",
+        source=source,
         summary=report.summary,
+        root_cause=report.root_cause,
         findings=_compact(report.findings),
         passed=[f.title for f in report.findings if f.status == "PASS"],
         skipped=report.skipped,
-        saved_bundle=str(Path(save_bundle).resolve()) if save_bundle and not bundle else None,
+        saved_bundle=saved,
     )

@@ -71,6 +71,10 @@ async def test_run_diagnostic_reports_progress_and_saves_a_replayable_bundle(
     arguments = {"cluster": world.name, "region": REGION, "sample_nodes": 0, "save_bundle": str(tmp_path)}
     live = (await call("run_diagnostic", arguments, progress_callback=on_progress)).structured_content
     assert live["summary"]["p0"] >= 2
+    assert (live["root_cause"]["category"], live["root_cause"]["culprit_nodes"]) == (
+        "gpu_hardware",
+        [FAILED_NODE],
+    )
     assert any(f["id"] == "aws.security_group.self_reference_missing" for f in live["findings"])
     assert all(f["status"] != "PASS" for f in live["findings"])
     assert all(len(f["evidence"]) <= 3 for f in live["findings"])
