@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from hyperpod_nccl.cli import main
 from hyperpod_nccl.diagnose import diagnose
@@ -47,3 +50,19 @@ def test_a_live_run_against_moto_and_the_kubernetes_fixture_reproduces_the_examp
         "qwen-worker-1",
     }
     assert _shape(diagnose(fresh)) == _shape(diagnose(Snapshot.load(EXAMPLE)))
+
+
+@pytest.mark.anyio
+async def test_run_diagnostic_over_stdio_replays_the_example_like_the_cli(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    main(["diagnose", "--bundle", str(EXAMPLE), "--json"])
+    cli = json.loads(capsys.readouterr().out)
+    server = StdioServerParameters(command=sys.executable, args=["-m", "hyperpod_nccl", "serve"])
+    async with Client(server) as client:
+        result = await client.call_tool("run_diagnostic", {"bundle": str(EXAMPLE)})
+    replay = result.structured_content
+    assert replay["summary"] == cli["summary"] and replay["root_cause"] == cli["root_cause"]
+    assert [f["id"] for f in replay["findings"]] == [
+        f["id"] for f in cli["findings"] if f["status"] != "PASS"
+    ]
