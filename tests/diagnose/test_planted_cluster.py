@@ -124,7 +124,7 @@ def test_node_recovery_none_is_reported(report: Report) -> None:
     assert (finding.status, finding.priority, finding.reference) == (
         Status.WARN,
         Priority.P2,
-        "operations.md § 9",
+        "operations.md § 6",
     )
 
 

@@ -44,7 +44,7 @@ def _status(cluster: HyperPodCluster) -> Finding:
         status=Status.FAIL if failed else Status.WARN,
         priority=Priority.P0 if failed else Priority.P1,
         title=f"Cluster {cluster.name} is {cluster.status}, not InService",
-        reference="debugging-guide.md § 16",
+        reference="operations.md § 6",
         detail="Nodes may be added, replaced or removed while the cluster is not InService.",
         evidence=evidence,
     )
@@ -70,7 +70,7 @@ def _node_recovery(cluster: HyperPodCluster, flags: str) -> Finding:
         status=Status.WARN,
         priority=Priority.P2,
         title="NodeRecovery is not Automatic: faulty nodes stay in the cluster until someone acts",
-        reference="operations.md § 9",
+        reference="operations.md § 6",
         evidence=evidence,
         suggested_commands=[fix],
     )
@@ -119,8 +119,9 @@ def _lost_nodes(nodes: list[ClusterNode], flags: str) -> Finding | None:
         status=Status.FAIL,
         priority=Priority.P1,
         title=f"{len(lost)} node(s) in Failure: a job scheduled on them has lost ranks",
-        reference="operations.md § 9",
-        detail="Investigate first (rung 0); reboot before replace. Replacement destroys the node's volumes.",
+        reference="operations.md § 6",
+        detail="Investigate first, then reboot before replacing (operations.md § 9): replacement destroys "
+        "the node's volumes.",
         instance_ids=ids,
         evidence=_node_evidence(lost),
         suggested_commands=[
@@ -150,7 +151,7 @@ def _unavailable_nodes(nodes: list[ClusterNode]) -> Finding | None:
         priority=Priority.P2,
         title=f"{len(waiting)} node(s) not yet usable for training "
         f"({', '.join(sorted({node.status for node in waiting}))})",
-        reference="debugging-guide.md § 16",
+        reference="operations.md § 6",
         instance_ids=[node.instance_id for node in waiting],
         evidence=_node_evidence(waiting),
     )
