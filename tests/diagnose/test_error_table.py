@@ -7,7 +7,7 @@
 | CloudWatch log group not found   | INFO pointing at operations.md § 4                   |
 | cluster events API throttled     | WARN, partial data kept                              |
 | Kubernetes unreachable           | WARN, Kubernetes checks skipped                      |
-(The SSM rows belong to the probe runner's own tests.)
+| session-manager-plugin absent     | probes reported as skipped, the rest continues       |
 """
 
 from __future__ import annotations
@@ -206,3 +206,16 @@ def test_unreachable_aws_exits_1_saying_so_not_blaming_credentials(
     status, report, err = run_json(capsys, "--cluster", "ml-cluster-prod")
     assert (status, report) == (1, {})
     assert "cannot reach AWS STS" in err and "credentials" not in err
+
+
+def test_without_session_manager_plugin_probes_are_skipped_and_the_rest_continues(
+    stubs: Stubs, world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no session-manager-plugin to be found
+    status = main(["diagnose", "--cluster", world.name, "--region", REGION, "--sample-nodes", "2", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    probe_issues = [f for f in report["findings"] if f["id"].startswith("node.") and f["status"] != "PASS"]
+    assert probe_issues, [f["id"] for f in report["findings"]]
+    assert any("session-manager-plugin" in json.dumps(f) for f in probe_issues)
+    assert finding(report, "aws.security_group.self_reference_missing")
+    assert status == 1
