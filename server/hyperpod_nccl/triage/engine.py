@@ -15,11 +15,10 @@ from datetime import datetime
 from multiprocessing import get_context
 from pathlib import Path
 
-from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput, TimelineEvent
+from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput
 from hyperpod_nccl.triage.budget import fit_to_budget
 from hyperpod_nccl.triage.candidates import (
     catalogue_candidates,
-    event_ranks,
     nccl_candidate,
     silent_exit_candidate,
     silent_exits,
@@ -48,12 +47,11 @@ from hyperpod_nccl.triage.root_cause import (
 from hyperpod_nccl.triage.scanner import scan_input
 from hyperpod_nccl.triage.storage import counter_findings
 from hyperpod_nccl.triage.summary import Topology, build_topology, job_summary, node_versions, pci_bus
-from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest, entry, iso, ordered
+from hyperpod_nccl.triage.timeline import Clock, build_timeline, collective_start, earliest
 from hyperpod_nccl.triage.versions import version_skew
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
 MAX_WORKERS = 4
-TIMELINE_LIMIT = 12
 ORIGIN_EVIDENCE = 16
 _FINAL_KINDS = frozenset({"take_down", "sigterm"})
 _LAUNCHER_EXIT_KINDS = frozenset({"worker_exit", "srun_task", "slurm_cancel"})  # how a job's end is reported
@@ -106,7 +104,8 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
     cause, origin = _root_cause(candidates, verdict, context, topology)
     if origin is not None and origin.finding_id in groups:
         _widen_evidence(findings, groups[origin.finding_id][1], origin.finding_id, topology, clock)
-    timeline = _timeline(groups, states, verdict, fired, clock)
+    culprits = cause.culprit_ranks if cause else verdict.culprits
+    timeline = build_timeline(groups, states, verdict, fired, culprits, clock)
     report = Report.build(
         "triage",
         findings,
@@ -278,44 +277,3 @@ def _root_cause(
         top.confidence = "high"  # transport errors, and every rank was inside the collective
     nodes = sorted({n for r in top.ranks if (n := topology.node_of(r))}) or top.nodes
     return root_cause(top, context, nodes), top
-
-
-def _timeline(
-    groups: dict[str, tuple[Meaning, list[Event]]],
-    states: dict[int, RankState],
-    verdict: Classification,
-    fired: Event | None,
-    clock: Clock,
-) -> list[TimelineEvent]:
-    entries: list[TimelineEvent] = []
-    for meaning, found in groups.values():
-        first = earliest(found, clock)
-        ranks = set().union(*(event_ranks(e) for e in found))
-        if first is not None:
-            entries.append(
-                entry(
-                    first,
-                    clock,
-                    f"first {meaning.title}" + (f" ({len(ranks)} ranks)" if len(ranks) > 1 else ""),
-                )
-            )
-    if fired is not None:
-        started = collective_start(clock.at(fired.stamp), verdict.timeout_ms)
-        if started is not None:
-            entries.append(
-                TimelineEvent(
-                    time=iso(started),
-                    source=f"{fired.source}:{fired.line}",
-                    event=f"stuck collective issued (watchdog time − {verdict.timeout_ms} ms timeout)",
-                )
-            )
-        count = sum(1 for s in states.values() if s.watchdog == "fired")
-        entries.append(
-            entry(
-                fired, clock, f"first watchdog fired ({count} ranks fired, {len(verdict.notified)} notified)"
-            )
-        )
-    for rank in verdict.culprits[:4]:
-        if rank in states and (event := states[rank].decisive_event):
-            entries.append(entry(event, clock, f"rank {rank}: {event.kind.replace('_', ' ')}"))
-    return ordered(entries, TIMELINE_LIMIT)

@@ -13,8 +13,11 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from hyperpod_nccl.models import TimelineEvent
+from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event, FileScan
+from hyperpod_nccl.triage.fatal import Meaning
 from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR
+from hyperpod_nccl.triage.rank_state import RankState
 
 
 class Clock:
@@ -89,3 +92,72 @@ def ordered(entries: list[TimelineEvent], limit: int) -> list[TimelineEvent]:
     timed = sorted((e for e in entries if e.time), key=lambda e: e.time or "")
     untimed = [e for e in entries if not e.time]
     return (timed + untimed)[:limit]
+
+
+TIMELINE_LIMIT = 12
+_CULPRITS_FOLLOWED = 4
+
+
+def build_timeline(
+    groups: dict[str, tuple[Meaning, list[Event]]],
+    states: dict[int, RankState],
+    verdict: Classification,
+    fired: Event | None,
+    culprits: list[int],
+    clock: Clock,
+) -> list[TimelineEvent]:
+    """First occurrence of each event (with how many ranks saw it), the stuck collective's start,
+    the first watchdog, and every event's first occurrence on the culprit ranks."""
+    entries: list[TimelineEvent] = []
+    for meaning, found in groups.values():
+        first = earliest(found, clock)
+        ranks = {e.rank for e in found if e.rank is not None}
+        if first is not None:
+            spread = f" ({len(ranks)} ranks)" if len(ranks) > 1 else ""
+            entries.append(entry(first, clock, f"first {meaning.title}{spread}"))
+    entries += _watchdog_entries(states, verdict, fired, clock)
+    seen = {e.source for e in entries}
+    for extra in _culprit_entries(groups, states, culprits[:_CULPRITS_FOLLOWED], clock):
+        if extra.source not in seen:  # a line already in the timeline is not repeated per rank
+            entries.append(extra)
+            seen.add(extra.source)
+    return ordered(entries, TIMELINE_LIMIT)
+
+
+def _watchdog_entries(
+    states: dict[int, RankState], verdict: Classification, fired: Event | None, clock: Clock
+) -> list[TimelineEvent]:
+    if fired is None:
+        return []
+    found = []
+    started = collective_start(clock.at(fired.stamp), verdict.timeout_ms)
+    if started is not None:
+        found.append(
+            TimelineEvent(
+                time=iso(started),
+                source=f"{fired.source}:{fired.line}",
+                event=f"stuck collective issued (watchdog time − {verdict.timeout_ms} ms timeout)",
+            )
+        )
+    count = sum(1 for s in states.values() if s.watchdog == "fired")
+    found.append(
+        entry(fired, clock, f"first watchdog fired ({count} ranks fired, {len(verdict.notified)} notified)")
+    )
+    return found
+
+
+def _culprit_entries(
+    groups: dict[str, tuple[Meaning, list[Event]]],
+    states: dict[int, RankState],
+    culprits: list[int],
+    clock: Clock,
+) -> list[TimelineEvent]:
+    found = []
+    for rank in culprits:
+        for meaning, events in groups.values():
+            first = earliest([e for e in events if e.rank == rank], clock)
+            if first is not None:
+                found.append(entry(first, clock, f"rank {rank}: {meaning.title}"))
+        if rank in states and (state_line := states[rank].decisive_event):
+            found.append(entry(state_line, clock, f"rank {rank}: {state_line.kind.replace('_', ' ')}"))
+    return found
