@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import yaml
 
 from hyperpod_nccl.collect.eks_auth import KubernetesAccessError
 from hyperpod_nccl.collect.k8s import kubernetes_client_from_kubeconfig, list_all
+from hyperpod_nccl.snapshot import Snapshot
 from tests.kubernetes.conftest import collect, recorded_cluster
 from tests.servers.k8s_api import K8sApiServer, start_k8s_api_server
 
@@ -37,7 +40,7 @@ def test_every_kind_is_read_with_get_only_and_nothing_tunnels(faulty_server: K8s
     assert "/apis/networking.k8s.io/v1/networkpolicies" in paths
 
 
-def test_objects_are_trimmed_of_what_no_analyzer_reads(faulty: object) -> None:
+def test_objects_are_trimmed_of_what_no_analyzer_reads(faulty: Snapshot) -> None:
     node = faulty.kubernetes.nodes[0]
     pod = faulty.kubernetes.pods[0]
     assert "images" not in node["status"] and "managedFields" not in node["metadata"]
@@ -165,3 +168,31 @@ def test_a_kubeconfig_and_context_build_a_read_only_client(
     with pytest.raises(KubernetesAccessError) as raised:
         kubernetes_client_from_kubeconfig(str(tmp_path / "absent"), None)
     assert raised.value.issue.source == "kubeconfig"
+
+
+def test_a_proxy_answering_html_is_an_error_issue_not_a_crash() -> None:
+    class Portal(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"<html><body>Sign in to the corporate proxy</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Portal)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        server = K8sApiServer(
+            url=f"http://127.0.0.1:{httpd.server_port}", cluster=recorded_cluster("healthy")
+        )
+        snapshot, issues = collect(server)
+    finally:
+        httpd.shutdown()
+    assert issues and {issue.kind for issue in issues} == {"error"}
+    assert "not a Kubernetes API answer" in issues[0].message
+    assert snapshot.kubernetes.pods == []

@@ -125,7 +125,7 @@ async def _read_listing(
 ) -> bool:
     try:
         items = await anyio.to_thread.run_sync(list_all, listing.call)
-    except (ApiException, urllib3.exceptions.HTTPError, OSError) as error:
+    except (ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as error:
         issue = issue_for(listing.field, listing.permission, error)
         issues.append(issue)
         return not _stops_collection(issue)

@@ -30,6 +30,10 @@ def issue_for(source: str, permission: str, error: Exception) -> CollectionIssue
             message=f"HTTP {error.status} {error.reason}: {_status_message(error)}",
             permission=permission if kind == "access_denied" else None,
         )
+    if isinstance(error, ValueError):  # a proxy or load balancer answered instead of the API server
+        return CollectionIssue(
+            source=f"kubernetes {source}", kind="error", message=f"not a Kubernetes API answer: {error}"
+        )
     if isinstance(error, urllib3.exceptions.TimeoutError):
         return CollectionIssue(source=f"kubernetes {source}", kind="timeout", message=str(error))
     return CollectionIssue(
