@@ -219,3 +219,23 @@ def test_a_healthy_namespace_has_no_issue(healthy_server: K8sApiServer) -> None:
             "nccl.env.consistent",
         }
     assert healthy_server.methods() == {"GET"}
+
+
+def test_a_saved_snapshot_replays_to_the_same_findings(
+    faulty: Snapshot, findings: list[Finding], tmp_path
+) -> None:
+    faulty.save(tmp_path)
+    replayed = Snapshot.load(tmp_path)
+    again = [finding for analyzer in KUBERNETES_ANALYZERS for finding in analyzer(replayed)]
+    assert [f.model_dump() for f in again] == [f.model_dump() for f in findings]
+
+
+def test_unreadable_daemonsets_are_not_a_missing_plugin(healthy_server: K8sApiServer) -> None:
+    healthy_server.cluster.denied = {"daemonsets": 403}
+    try:
+        snapshot, issues = collect(healthy_server)
+    finally:
+        healthy_server.cluster.denied = {}
+    assert [(i.kind, i.permission) for i in issues] == [("access_denied", "daemonsets: list (kube-system)")]
+    found = [f for analyzer in KUBERNETES_ANALYZERS for f in analyzer(snapshot)]
+    assert not [f for f in found if f.id.startswith("k8s.efa.")]
