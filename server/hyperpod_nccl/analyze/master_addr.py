@@ -134,7 +134,7 @@ def check_address(
         id="k8s.master_addr.resolves",
         status=Status.PASS,
         title=f"MASTER_ADDR {address} names headless Service {meta['namespace']}/{meta['name']} "
-        f"with {ready} ready endpoint(s)",
+        + (f"with {ready} ready endpoint(s)" if running else "(no pod of the job runs yet)"),
     )
 
 
