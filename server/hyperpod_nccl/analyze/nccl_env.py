@@ -8,13 +8,22 @@ no-ops, since people set them believing they raised the collective timeout.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from hyperpod_nccl.analyze.efa_plugin import efa_requests
 from hyperpod_nccl.analyze.k8s_common import describe_pod, pod_evidence
 from hyperpod_nccl.models import Evidence, Finding, Priority, Status
 from hyperpod_nccl.snapshot import Snapshot
-from hyperpod_nccl.snapshot.kubernetes import GPU_RESOURCE, containers_of, env_of, pod_key, requested
+from hyperpod_nccl.snapshot.kubernetes import (
+    GPU_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    KubernetesSnapshot,
+    containers_of,
+    env_of,
+    pod_key,
+    requested,
+)
 
 AUDITED_PREFIXES = ("NCCL_", "FI_", "TORCH_NCCL_", "OFI_NCCL_", "TORCH_DISTRIBUTED_")
 
@@ -116,6 +125,38 @@ def differing(job: str, envs: list[PodEnv]) -> list[Finding]:
     return [_finding("nccl.env.differs", Status.FAIL, Priority.P1, title, detail, odd + usual)]
 
 
+@dataclass(frozen=True)
+class SwitchedOff:
+    """A PyTorch safety net that `0` turns off, and what the job loses without it."""
+
+    id: str
+    names: tuple[str, ...]
+    what: str
+    consequence: str
+
+
+SWITCHED_OFF = (
+    SwitchedOff(
+        "nccl.env.async_error_handling_off",
+        ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"),
+        "Async NCCL error handling",
+        "A failed or timed-out collective then leaves the job hanging instead of tearing it down.",
+    ),
+    SwitchedOff(
+        "nccl.env.heartbeat_monitor_off",
+        ("TORCH_NCCL_ENABLE_MONITORING",),
+        "The NCCL heartbeat monitor",
+        "A watchdog stuck inside NCCL is then never killed: the job hangs past every timeout.",
+    ),
+    SwitchedOff(
+        "nccl.env.flight_recorder_off",
+        ("TORCH_NCCL_TRACE_BUFFER_SIZE",),
+        "The NCCL flight recorder",
+        "A timeout then leaves no record of which collective each rank was in.",
+    ),
+)
+
+
 def _includes_bad_interface(value: str) -> bool:
     """True when NCCL_SOCKET_IFNAME selects (rather than excludes) loopback or a docker bridge."""
     if value.startswith("^"):
@@ -136,18 +177,13 @@ def value_checks(job: str, envs: list[PodEnv]) -> list[Finding]:
         findings.append(
             _finding("nccl.env.socket_ifname", Status.WARN, Priority.P1, title, detail, bad_ifname)
         )
-    async_off = [
-        (pod, c, name, env[name])
-        for pod, c, env in envs
-        for name in ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING")
-        if env.get(name) == "0"
-    ]
-    if async_off:
-        title = f"Async NCCL error handling is off on pods of {job}"
-        detail = "A failed or timed-out collective then leaves the job hanging instead of tearing it down."
-        findings.append(
-            _finding("nccl.env.async_error_handling_off", Status.WARN, Priority.P2, title, detail, async_off)
-        )
+    for rule in SWITCHED_OFF:
+        hits = [
+            (pod, c, name, env[name]) for pod, c, env in envs for name in rule.names if env.get(name) == "0"
+        ]
+        if hits:
+            title = f"{rule.what} is off on pods of {job}"
+            findings.append(_finding(rule.id, Status.WARN, Priority.P2, title, rule.consequence, hits))
     return findings + _efa_provider(job, envs)
 
 
@@ -169,6 +205,39 @@ def _efa_provider(job: str, envs: list[PodEnv]) -> list[Finding]:
             title,
             detail,
             no_device,
+            reference="debugging-guide.md § 6",
+        )
+    ]
+
+
+# GPUDirect RDMA over EFA has to be asked for on these; later instance types enable it by default.
+RDMA_OPT_IN_TYPES = frozenset({"p4d.24xlarge", "p4de.24xlarge"})
+
+
+def rdma_not_enabled(job: str, envs: list[PodEnv], kubernetes: KubernetesSnapshot) -> list[Finding]:
+    types = {
+        node["metadata"]["name"]: (node["metadata"].get("labels") or {}).get(INSTANCE_TYPE_LABEL, "")
+        for node in kubernetes.nodes
+    }
+    hits = [
+        (pod, c, "FI_EFA_USE_DEVICE_RDMA", env.get("FI_EFA_USE_DEVICE_RDMA"))
+        for pod, c, env in envs
+        if types.get(pod.get("spec", {}).get("nodeName") or "", "").removeprefix("ml.") in RDMA_OPT_IN_TYPES
+        and efa_requests(pod) > 0
+        and env.get("FI_EFA_USE_DEVICE_RDMA") != "1"
+    ]
+    if not hits:
+        return []
+    title = f"GPUDirect RDMA over EFA not enabled on p4d/p4de pods of {job}"
+    detail = "Set FI_EFA_USE_DEVICE_RDMA=1 there: without it NCCL copies through host memory."
+    return [
+        _finding(
+            "nccl.env.efa_rdma_off",
+            Status.WARN,
+            Priority.P2,
+            title,
+            detail,
+            hits,
             reference="debugging-guide.md § 6",
         )
     ]
@@ -204,6 +273,7 @@ def analyze_nccl_env(snapshot: Snapshot) -> list[Finding]:
     for job, pods in kubernetes.training_jobs().items():
         envs = training_envs(pods)
         found = not_variables(job, envs) + differing(job, envs) + value_checks(job, envs)
+        found += rdma_not_enabled(job, envs, kubernetes)
         if not found and envs:
             found.append(
                 Finding(

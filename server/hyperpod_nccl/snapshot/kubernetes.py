@@ -29,6 +29,7 @@ NAMED_JOB_LABELS = (*TRAINING_JOB_LABELS, "app.kubernetes.io/instance", "app.kub
 # HyperPod's health-monitoring agent writes these on every EKS node it manages.
 NODE_HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 DEEP_HEALTH_LABEL = "sagemaker.amazonaws.com/deep-health-check-status"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_RESOURCE = "nvidia.com/gpu"
 
