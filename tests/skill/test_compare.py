@@ -172,11 +172,10 @@ def test_run_diagnostic_answers_compare_like_diagnose_reports() -> None:
     from hyperpod_nccl.diagnose_tools import DiagnosticResult
 
     def answer(report: Report) -> dict:
-        issues = [f for f in report.findings if f.is_issue]
-        result = DiagnosticResult(
-            source="live", summary=report.summary, findings=issues, passed=[], skipped=[]
-        )
-        return result.model_dump(mode="json")
+        # Only the fields the answer has, so this follows DiagnosticResult as it grows.
+        data = {**report.model_dump(mode="json"), "source": "live", "passed": []}
+        known = {key: value for key, value in data.items() if key in DiagnosticResult.model_fields}
+        return DiagnosticResult.model_validate(known).model_dump(mode="json")
 
     before = report_from_data(answer(incident_report()))
     after = report_from_data(answer(rerun(finding("efa.tcp_fallback", priority=Priority.P1))))
