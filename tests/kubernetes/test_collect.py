@@ -67,8 +67,17 @@ def test_scoping_to_a_namespace_reads_only_that_namespace(faulty_server: K8sApiS
     faulty_server.received.clear()
     snapshot, _ = collect(faulty_server, namespace="skew", job="mistral")
     assert {pod["metadata"]["namespace"] for pod in snapshot.kubernetes.pods} == {"skew"}
-    namespaced = [p for _, p in faulty_server.received if "/pods" in p or "/events" in p]
+    namespaced = [p for _, p in faulty_server.received if "/pods" in p]
     assert all("/namespaces/skew/" in path for path in namespaced)
+
+
+def test_a_scoped_scan_still_sees_node_events(faulty_server: K8sApiServer) -> None:
+    snapshot, _ = collect(faulty_server, namespace="evicted", job="mixtral")
+    reasons = {(e["reason"], e["metadata"]["namespace"]) for e in snapshot.kubernetes.events}
+    assert ("NodeNotReady", "default") in reasons and ("TaintManagerEviction", "evicted") in reasons
+    assert not [
+        e for e in snapshot.kubernetes.events if e["metadata"]["namespace"] not in ("default", "evicted")
+    ]
 
 
 def test_secrets_in_env_and_logs_never_reach_the_snapshot(

@@ -96,7 +96,17 @@ def _listings(api_client: ReadOnlyApiClient, namespace: str | None) -> list[_Lis
             "daemonsets: list (kube-system)",
             partial(apps.list_namespaced_daemon_set, "kube-system"),
         ),
+        *_node_events(core, namespace),
     ]
+
+
+def _node_events(core: CoreV1Api, namespace: str | None) -> list[_Listing]:
+    """Node events (NodeNotReady...) live in `default`: a scan scoped to the job's namespace
+    would otherwise miss the node flap that took its ranks down."""
+    if namespace in (None, "default"):
+        return []
+    call = partial(core.list_namespaced_event, "default", field_selector="involvedObject.kind=Node")
+    return [_Listing("events", "events: list (default)", call)]
 
 
 def list_all(call: Callable[..., Any]) -> list[dict[str, Any]]:
@@ -130,7 +140,8 @@ async def _read_listing(
         issues.append(issue)
         return not _stops_collection(issue)
     trim = TRIMMERS.get(listing.field, lambda item: item)
-    setattr(snapshot, listing.field, [trim(item) for item in items])
+    # extend, not assign: namespace events and node events both land in `events`
+    getattr(snapshot, listing.field).extend(trim(item) for item in items)
     return True
 
 
