@@ -188,7 +188,7 @@ def _iso(moment: datetime) -> str:
 class DiagnosticResult(BaseModel):
     source: str = Field(description="`live` or the bundle directory replayed.")
     summary: Summary
-    root_cause: RootCause | None = Field(description="The most fundamental blocking finding, if any.")
+    root_cause: RootCause | None = Field(default=None, description="The most fundamental blocking finding.")
     findings: list[Finding] = Field(description="FAIL, WARN and INFO findings; PASS omitted.")
     passed: list[str] = Field(description="Titles of the checks that passed.")
     skipped: list[SkippedInput] = Field(description="What could not be collected, and why.")
