@@ -8,12 +8,14 @@ from pathlib import Path
 
 import boto3
 import pytest
+from mcp import Client
 
 from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
 from hyperpod_nccl.cli import main
 from hyperpod_nccl.collect.hyperpod import list_nodes
 from hyperpod_nccl.diagnose import DiagnoseOptions, collect_snapshot, diagnose
 from hyperpod_nccl.guard.aws import make_client
+from hyperpod_nccl.mcp_server import build_server
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.aws import AwsSnapshot
 from tests.diagnose.conftest import Stubs, assert_only_reads, planted_stubs
@@ -107,3 +109,15 @@ def test_when_insights_fails_filter_log_events_finds_the_same_nodes(
     assert "FilterLogEvents" in endpoint.operations()
     ids = {f.id for f in diagnose(snapshot).findings}
     assert {"cloudwatch.xid", "cloudwatch.watchdog", "cloudwatch.transport"} <= ids
+
+
+@pytest.mark.anyio
+async def test_list_cluster_nodes_tool_summarises_2000_nodes_in_a_few_kilobytes(
+    large_cluster: list[str], stubs: Stubs
+) -> None:
+    async with Client(build_server()) as client:
+        result = await client.call_tool("list_cluster_nodes", {"cluster": "ml-cluster-2k", "region": REGION})
+    nodes = result.structured_content
+    assert (nodes["total"], nodes["complete"], nodes["unhealthy_total"]) == (LARGE, True, 2)
+    assert nodes["by_status"] == {"Running": 1998, "Failure": 2}
+    assert len(json.dumps(nodes)) < 4000
