@@ -89,3 +89,9 @@ def test_sub_group_lines_do_not_mix_with_the_default_group() -> None:
     sub.fields["pg"] = "3"
     states = build_rank_states([*waiting(range(4)), sub])
     assert states[2].enqueued == 808
+
+
+def test_ranks_that_left_no_line_at_all_are_absent_not_culprits() -> None:
+    events = waiting(range(8, 16))  # one node's file of a 16-rank job
+    verdict = classify(build_rank_states(events), list(range(16)), seen=set(range(8, 16)))
+    assert (verdict.verdict, verdict.culprits, verdict.absent) == ("incomplete", [], list(range(8)))

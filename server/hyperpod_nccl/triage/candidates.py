@@ -154,6 +154,13 @@ _VERDICTS: dict[str, tuple[Category, int, str, Confidence, str]] = {
         "medium",
         "triage.nccl.silent_ranks",
     ),
+    "incomplete": (
+        Category.UNKNOWN,
+        20,
+        "The ranks the others waited for left no line in the input (their logs are missing)",
+        "low",
+        "triage.input.missing_ranks",
+    ),
     "all_inside": (
         Category.NETWORK,
         _ALL_INSIDE_WEIGHT,

@@ -3,6 +3,8 @@
 - a rank outside NCCL (enqueued == completed, below the stuck SeqNum) while others wait inside
   → a straggler: it never entered the collective;
 - ranks that left no watchdog line while others timed out → silent (killed, crashed, hung);
+  ranks that left no line at all are absent: their logs are not in the input, which is said,
+  never guessed at;
 - different OpType / NumelIn / NumelOut at the same SeqNum → a collective mismatch;
 - everyone inside the collective, nobody outside → the collective itself could not complete;
 - rank 0 ahead of the others → the broadcast root finished its send side (not a culprit).
@@ -17,7 +19,7 @@ from typing import Literal
 
 from hyperpod_nccl.triage.rank_state import RankState
 
-Verdict = Literal["mismatch", "straggler", "silent", "all_inside", "none"]
+Verdict = Literal["mismatch", "straggler", "silent", "incomplete", "all_inside", "none"]
 Signature = tuple[str | None, int | None, int | None]
 
 
@@ -28,6 +30,7 @@ class Classification:
     waiting: list[int] = field(default_factory=list)
     idle: list[int] = field(default_factory=list)
     silent: list[int] = field(default_factory=list)
+    absent: list[int] = field(default_factory=list)
     notified: list[int] = field(default_factory=list)
     stuck_seq: int | None = None
     stuck_signature: Signature | None = None
@@ -36,7 +39,8 @@ class Classification:
     mismatched: dict[Signature, list[int]] = field(default_factory=dict)
 
 
-def classify(states: dict[int, RankState], world: list[int]) -> Classification:
+def classify(states: dict[int, RankState], world: list[int], seen: set[int] | None = None) -> Classification:
+    """Compare every rank; `seen` are the ranks that left any line at all (default: all of `world`)."""
     if not states:
         return Classification("none")
     result = Classification("none")
@@ -45,7 +49,9 @@ def classify(states: dict[int, RankState], world: list[int]) -> Classification:
     result.waiting = sorted(r for r, s in states.items() if s.inside)
     result.idle = sorted(r for r, s in states.items() if s.idle)
     result.notified = sorted(r for r, s in states.items() if s.watchdog == "notified")
-    result.silent = sorted(set(world) - set(states))
+    missing = set(world) - set(states)
+    result.absent = sorted(missing - seen) if seen is not None else []
+    result.silent = sorted(missing - set(result.absent))
     result.mismatched = _mismatch(states)
     result.rank0_ahead = _rank0_ahead(states, result.stuck_seq)
     result.verdict, result.culprits = _verdict(states, result)
@@ -98,6 +104,8 @@ def _verdict(states: dict[int, RankState], result: Classification) -> tuple[Verd
         return "straggler", stragglers
     if result.silent and result.waiting:
         return "silent", result.silent
+    if result.absent and result.waiting:
+        return "incomplete", []
     if result.waiting:
         return "all_inside", []
     return "none", []

@@ -94,7 +94,8 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
     _fill_nodes(events, topology)
     clock = Clock(scans)
     states = build_rank_states(events)
-    verdict = classify(states, topology.world)
+    seen = {e.rank for e in events if e.rank is not None} | set(topology.rank_node)
+    verdict = classify(states, topology.world, seen)
     groups = _group_by_meaning(events)
     fired = earliest(
         [s.decisive_event for s in states.values() if s.watchdog == "fired" and s.decisive_event], clock

@@ -127,6 +127,7 @@ def nccl_findings(
     builders = {
         "straggler": _straggler,
         "silent": _silent,
+        "incomplete": _incomplete,
         "mismatch": _mismatch,
         "all_inside": _all_inside,
     }
@@ -217,6 +218,22 @@ def _silent(
     )
 
 
+def _incomplete(
+    verdict: Classification, states: dict[int, RankState], topology: Topology, clock: Clock
+) -> Finding:
+    return Finding(
+        id="triage.input.missing_ranks",
+        status=Status.WARN,
+        priority=Priority.P1,
+        title=f"Logs of {len(verdict.absent)} ranks are not in the input, and {len(verdict.waiting)} ranks "
+        f"timed out waiting in {_collective(verdict)}",
+        reference="debugging-guide.md § 1",
+        detail=f"Absent ranks: {compress(verdict.absent)}. The rank that never entered the collective may be "
+        "among them: add every node's log files and run the triage again.",
+        evidence=[evidence(e, topology) for e in _waiting_witness(verdict, states)],
+    )
+
+
 def _mismatch(
     verdict: Classification, states: dict[int, RankState], topology: Topology, clock: Clock
 ) -> Finding:
@@ -293,6 +310,15 @@ def rank_state_groups(
         )
         grouped.setdefault(key, []).append(rank)
     groups = [_group(key, ranks, topology) for key, ranks in grouped.items()]
+    if verdict.absent:
+        groups.append(
+            RankStateGroup(
+                ranks=compress(verdict.absent),
+                count=len(verdict.absent),
+                state="not in the input: no line from these ranks was read",
+                watchdog="none",
+            )
+        )
     if verdict.silent:
         groups.append(
             RankStateGroup(

@@ -109,11 +109,12 @@ def _who(ranks: list[int], nodes: list[str]) -> str:
     parts = [f"rank {compress(ranks)}"] if len(ranks) == 1 else [f"ranks {compress(ranks)}"] if ranks else []
     if nodes:
         parts.append(f"on {', '.join(nodes[:4])}" + (f" (+{len(nodes) - 4})" if len(nodes) > 4 else ""))
-    return " ".join(parts) or "an unidentified rank"
+    return " ".join(parts)
 
 
 def _summary(top: Candidate, nodes: list[str]) -> str:
-    return f"{top.title}: {_who(top.ranks, nodes)}."
+    who = _who(top.ranks, nodes)
+    return f"{top.title}: {who}." if who else f"{top.title}."
 
 
 def _at(moment: datetime | None) -> str:
@@ -125,7 +126,8 @@ def _where(event: Event | None) -> str:
 
 
 def _chain(top: Candidate, context: Context) -> list[str]:
-    chain = [f"trigger: {top.title}, {_who(top.ranks, top.nodes)}{_at(top.when)}{_where(top.first)}"]
+    who = _who(top.ranks, top.nodes)
+    chain = [f"trigger: {top.title}{', ' + who if who else ''}{_at(top.when)}{_where(top.first)}"]
     verdict = context.verdict
     if context.collective and verdict.waiting:
         chain.append(
