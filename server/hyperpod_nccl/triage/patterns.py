@@ -12,7 +12,6 @@ topology, providers) are all applied, because one line can carry several facts.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
@@ -396,6 +395,7 @@ class Dispatcher:
             for anchor in pattern.anchors:
                 self._owners.setdefault(anchor, []).append(index)
         self._anchors = anchors
+        self._inside: dict[str, tuple[str, ...]] = {}  # matched text → anchors it contains
 
     def candidates(self, message: str) -> list[Pattern]:
         matched = {found.group() for found in self._finder.finditer(message)}
@@ -407,7 +407,8 @@ class Dispatcher:
                 owners.update(self._owners[anchor])
         return [self._patterns[index] for index in sorted(owners)]
 
-    @functools.lru_cache(maxsize=1024)  # noqa: B019 - one dispatcher per pattern set, kept for the process
     def _contained(self, text: str) -> tuple[str, ...]:
         """Anchors inside a matched text: a longer anchor hides the shorter ones it contains."""
-        return tuple(anchor for anchor in self._anchors if anchor in text)
+        if text not in self._inside:
+            self._inside[text] = tuple(anchor for anchor in self._anchors if anchor in text)
+        return self._inside[text]
