@@ -3,7 +3,7 @@
 Formats come from shared/log-formats.md (PyTorch 2.1 → current, NCCL 2.18 → 2.30, aws-ofi-nccl,
 libfabric, torchrun, Slurm, Kubernetes, the NVIDIA driver, the kernel). Nothing anchors on a
 source line number. Each pattern names literal anchors: a line is only parsed when one of them
-occurs in it, and the prefilter (`build_hit_finder`) finds anchors for whole chunks at once, so
+occurs in it, and the prefilter (`prefilter.build_hit_finder`) finds anchors for whole chunks at once, so
 the vast majority of lines (training progress, NCCL INFO chatter) never reach Python code.
 
 Event patterns are tried in order and the first match names the line; fact patterns (versions,
