@@ -102,9 +102,3 @@ def describe_node(
         blast_radius=BlastRadius.READ_ONLY,
         permission="nodes: get",
     )
-
-
-def job_label(job_key: str) -> str:
-    """`namespace/job` → `job in namespace` for titles."""
-    namespace, _, job = job_key.partition("/")
-    return f"{job} in {namespace}"
