@@ -1,0 +1,105 @@
+"""Analyzer cases the recorded clusters do not plant, on hand-built objects shaped like the API's:
+/dev/shm too small or on disk, EFA not requested on EFA nodes, a lagging EFA plugin, plain
+restarts and pods in phase Unknown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hyperpod_nccl.analyze.efa_plugin import analyze_efa_plugin
+from hyperpod_nccl.analyze.pods import analyze_pods
+from hyperpod_nccl.analyze.shm import analyze_shm, quantity_bytes
+from hyperpod_nccl.models import Finding, Priority, Status
+from hyperpod_nccl.snapshot import Snapshot
+from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot
+
+
+def pod(name: str, *, volume: dict[str, Any] | None = None, efa: int = 0, **status: Any) -> dict[str, Any]:
+    mounts = [{"name": "dshm", "mountPath": "/dev/shm"}] if volume else []
+    limits = {"nvidia.com/gpu": "8", **({"vpc.amazonaws.com/efa": str(efa)} if efa else {})}
+    return {
+        "metadata": {"name": name, "namespace": "t", "labels": {"job-name": "j"}},
+        "spec": {
+            "nodeName": "n1",
+            "containers": [{"name": "pytorch", "volumeMounts": mounts, "resources": {"limits": limits}}],
+            "volumes": [{"name": "dshm", **volume}] if volume else [],
+        },
+        "status": {"phase": "Running", **status},
+    }
+
+
+def run(analyzer: Any, **kubernetes: Any) -> list[Finding]:
+    return analyzer(
+        Snapshot(collected_at="2026-11-22T00:00:00Z", kubernetes=KubernetesSnapshot(**kubernetes))
+    )
+
+
+def test_quantities() -> None:
+    assert quantity_bytes("64Mi") == 64 << 20 and quantity_bytes("2G") == 2 * 10**9
+    assert quantity_bytes("1.5Gi") == 3 << 29 and quantity_bytes("lots") is None
+
+
+def test_shm_must_be_memory_backed_and_at_least_a_gibibyte() -> None:
+    small = pod("small", volume={"emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}})
+    disk = pod("disk", volume={"emptyDir": {}})
+    fine = pod("fine", volume={"emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}})
+    host = pod("host", volume={"hostPath": {"path": "/dev/shm"}})
+    [found] = run(analyze_shm, pods=[small, disk, fine, host])
+    assert found.pods == ["t/disk", "t/small"]  # a job's pods come in name order
+    assert "not memory-backed" in found.evidence[0].text
+    assert found.evidence[1].text == "sizeLimit: 64Mi"
+
+
+def efa_node(name: str, devices: int) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": {"allocatable": {"vpc.amazonaws.com/efa": str(devices)}}}
+
+
+def plugin(ready: int, desired: int) -> dict[str, Any]:
+    image = "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.6"
+    return {
+        "metadata": {"name": "efa-plugin", "namespace": "kube-system"},
+        "spec": {"template": {"spec": {"containers": [{"name": "p", "image": image}]}}},
+        "status": {"numberReady": ready, "desiredNumberScheduled": desired},
+    }
+
+
+def test_gpu_pods_on_efa_nodes_that_request_no_efa_fall_back_to_tcp() -> None:
+    found = run(analyze_efa_plugin, pods=[pod("a")], nodes=[efa_node("n1", 32)], daemonsets=[plugin(1, 1)])
+    assert [(f.id, f.reference) for f in found] == [("k8s.efa.not_requested", "debugging-guide.md § 13")]
+
+
+def test_a_lagging_efa_plugin_is_a_warning_and_a_ready_one_passes() -> None:
+    lagging = run(
+        analyze_efa_plugin, pods=[pod("a", efa=32)], nodes=[efa_node("n1", 32)], daemonsets=[plugin(3, 4)]
+    )
+    assert [(f.id, f.status) for f in lagging] == [("k8s.efa.device_plugin_not_ready", Status.WARN)]
+    ready = run(
+        analyze_efa_plugin, pods=[pod("a", efa=32)], nodes=[efa_node("n1", 32)], daemonsets=[plugin(4, 4)]
+    )
+    assert [f.status for f in ready] == [Status.PASS]
+
+
+def test_plain_restarts_are_a_warning_and_unknown_pods_a_failure() -> None:
+    restarted = pod(
+        "r",
+        containerStatuses=[
+            {
+                "name": "pytorch",
+                "restartCount": 1,
+                "state": {"running": {}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+            }
+        ],
+    )
+    lost = pod("u", phase="Unknown")
+    found = {f.id: f for f in run(analyze_pods, pods=[restarted, lost])}
+    assert (found["k8s.pod.restarted"].status, found["k8s.pod.restarted"].priority) == (
+        Status.WARN,
+        Priority.P1,
+    )
+    assert (
+        "restartCount=1 last terminated reason=Error exitCode=1"
+        in found["k8s.pod.restarted"].evidence[0].text
+    )
+    assert found["k8s.pod.unknown"].reference == "debugging-guide.md § 16"
+    assert found["k8s.pod.unknown"].priority == Priority.P0  # a job pod
