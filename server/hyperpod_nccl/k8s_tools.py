@@ -24,9 +24,8 @@ from hyperpod_nccl.analyze.pods import KINDS, analyze_pods, pod_problems
 from hyperpod_nccl.collect.eks_auth import KubernetesAccessError, kubernetes_client_for_eks_cluster
 from hyperpod_nccl.collect.k8s import collect_pods, kubernetes_client_from_kubeconfig
 from hyperpod_nccl.collect.k8s_errors import issue_for
-from hyperpod_nccl.collect.k8s_logs import MAX_TAIL_LINES, LogRequest, read_log
+from hyperpod_nccl.collect.k8s_logs import MAX_TAIL_LINES, LogRequest, read_pod_log
 from hyperpod_nccl.guard.k8s import ReadOnlyApiClient
-from hyperpod_nccl.guard.redact import redact_text
 from hyperpod_nccl.guard.validate import ExistingPath, JobName, Namespace, PodName, Region
 from hyperpod_nccl.models import Finding
 from hyperpod_nccl.snapshot import Snapshot
@@ -223,12 +222,10 @@ async def get_pod_logs(
         obj = await _read_pod(core, pod, namespace)
         chosen, names = _choose_container(obj, container)
         request = LogRequest(namespace, pod, chosen, previous, obj.get("spec", {}).get("nodeName"))
-        text = await anyio.to_thread.run_sync(read_log, core, request, tail)
+        log = await anyio.to_thread.run_sync(read_pod_log, core, request, tail)
     except (ApiException, urllib3.exceptions.HTTPError, OSError) as error:
         issue = issue_for(f"pods/log {namespace}/{pod}", "pods/log: get", error)
         raise ToolError(f"{issue.source}: {issue.message}{_needs(issue.permission)}") from None
-    log = PodLog(namespace=namespace, pod=pod, container=chosen, previous=previous, node=request.node)
-    log.text, log.truncated = redact_text(text), text.count("\n") >= tail
     findings, cause = await _triage(log)
     return PodLogResult(
         pod=f"{namespace}/{pod}",

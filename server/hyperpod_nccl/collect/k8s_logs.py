@@ -87,6 +87,19 @@ def read_log(core: CoreV1Api, request: LogRequest, tail_lines: int) -> str:
     return response.data.decode("utf-8", errors="replace")
 
 
+def read_pod_log(core: CoreV1Api, request: LogRequest, tail_lines: int) -> PodLog:
+    text = read_log(core, request, tail_lines)
+    return PodLog(
+        namespace=request.namespace,
+        pod=request.pod,
+        container=request.container,
+        previous=request.previous,
+        node=request.node,
+        text=redact_text(text),
+        truncated=text.count("\n") >= tail_lines,
+    )
+
+
 async def fetch_logs(
     core: CoreV1Api, requests: list[LogRequest], tail_lines: int
 ) -> tuple[list[PodLog], list[CollectionIssue]]:
@@ -97,22 +110,13 @@ async def fetch_logs(
 
     async def fetch(request: LogRequest) -> None:
         try:
-            text = await anyio.to_thread.run_sync(read_log, core, request, tail_lines, limiter=limiter)
+            # Redaction is CPU work: it runs in the worker thread, not on the event loop.
+            log = await anyio.to_thread.run_sync(read_pod_log, core, request, tail_lines, limiter=limiter)
         except (ApiException, urllib3.exceptions.HTTPError, OSError) as error:
             where = f"pods/log {request.namespace}/{request.pod} ({request.container})"
             issues.append(issue_for(where, "pods/log: get", error))
             return
-        logs.append(
-            PodLog(
-                namespace=request.namespace,
-                pod=request.pod,
-                container=request.container,
-                previous=request.previous,
-                node=request.node,
-                text=redact_text(text),
-                truncated=text.count("\n") >= tail_lines,
-            )
-        )
+        logs.append(log)
 
     async with anyio.create_task_group() as group:
         for request in requests:
