@@ -73,8 +73,9 @@ def test_the_client_sends_the_token_as_a_bearer_and_trusts_the_cluster_ca(aws: M
 
 
 def test_bad_ca_data_is_refused(aws: MotoServer) -> None:
-    with pytest.raises(ValueError, match="not base64"):
+    with pytest.raises(KubernetesAccessError, match="not base64") as raised:
         kubernetes_client_for_eks("c", "us-west-2", "https://x", "not base64 !!")
+    assert raised.value.issue.kind == "error"
 
 
 def test_the_eks_cluster_is_found_with_describe_cluster(aws: MotoServer) -> None:

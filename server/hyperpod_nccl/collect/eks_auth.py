@@ -77,7 +77,13 @@ def kubernetes_client_for_eks(
 ) -> ReadOnlyApiClient:
     """A read-only client for an EKS cluster from its endpoint and CA (eks:DescribeCluster)."""
     configuration = Configuration(host=endpoint)
-    configuration.ssl_ca_cert = _write_ca_file(ca_data)
+    try:
+        configuration.ssl_ca_cert = _write_ca_file(ca_data)
+    except ValueError as error:
+        issue = CollectionIssue(
+            source="eks:DescribeCluster certificateAuthority", kind="error", message=str(error)
+        )
+        raise KubernetesAccessError(issue) from error
     configuration.api_key_prefix["authorization"] = "Bearer"
     signed_at = 0.0
 
