@@ -136,10 +136,10 @@ def kubernetes_client_for_eks_cluster(
         issue = CollectionIssue(source="eks:DescribeCluster", kind="unreachable", message=str(error))
         raise KubernetesAccessError(issue) from error
     details = cluster["cluster"]
-    return kubernetes_client_for_eks(
-        cluster_name,
-        region,
-        details["endpoint"],
-        details["certificateAuthority"]["data"],
-        session=session,
-    )
+    ca_data = (details.get("certificateAuthority") or {}).get("data")
+    if not details.get("endpoint") or not ca_data:
+        message = f"EKS cluster {cluster_name!r} has no API endpoint yet (status {details.get('status')})"
+        raise KubernetesAccessError(
+            CollectionIssue(source="eks:DescribeCluster", kind="error", message=message)
+        )
+    return kubernetes_client_for_eks(cluster_name, region, details["endpoint"], ca_data, session=session)
