@@ -124,8 +124,12 @@ def test_node_not_ready_from_state_and_from_events(findings: list[Finding]) -> N
     assert state.priority == Priority.P0  # the evicted job's worker-0 runs there
     assert "Kubelet stopped posting node status." in state.evidence[0].text
     assert commands(state)[f"kubectl describe node {NOT_READY_NODE}"] == (BlastRadius.READ_ONLY, "nodes: get")
-    event = one(findings, "k8s.event.node_not_ready")
-    assert event.evidence[0].text == f"Node {NOT_READY_NODE} status is now: NodeNotReady"
+    # the NodeNotReady event dates it, inside the same finding rather than a second one
+    assert state.evidence[1].text == f"Node {NOT_READY_NODE} status is now: NodeNotReady"
+    assert state.evidence[1].source.startswith(
+        f"event NodeNotReady node {NOT_READY_NODE} 2026-11-21T22:45:48Z"
+    )
+    assert not [f for f in findings if f.id == "k8s.event.node_not_ready"]
 
 
 def test_hyperpod_health_labels(findings: list[Finding]) -> None:

@@ -1,12 +1,14 @@
 """Analyzer cases the recorded clusters do not plant, on hand-built objects shaped like the API's:
 /dev/shm too small or on disk, EFA not requested on EFA nodes, a lagging EFA plugin, plain
-restarts and pods in phase Unknown."""
+restarts, pods in phase Unknown and a node that went NotReady and came back."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hyperpod_nccl.analyze.efa_plugin import analyze_efa_plugin
+from hyperpod_nccl.analyze.k8s_events import analyze_k8s_events
+from hyperpod_nccl.analyze.k8s_nodes import analyze_k8s_nodes
 from hyperpod_nccl.analyze.pods import analyze_pods
 from hyperpod_nccl.analyze.shm import analyze_shm, quantity_bytes
 from hyperpod_nccl.models import Finding, Priority, Status
@@ -103,3 +105,22 @@ def test_plain_restarts_are_a_warning_and_unknown_pods_a_failure() -> None:
     )
     assert found["k8s.pod.unknown"].reference == "debugging-guide.md § 16"
     assert found["k8s.pod.unknown"].priority == Priority.P0  # a job pod
+
+
+def test_a_node_that_flapped_is_reported_from_its_event() -> None:
+    node = {
+        "metadata": {"name": "gpu-07"},
+        "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]},
+    }
+    event = {
+        "metadata": {"name": "gpu-07.1", "namespace": "default"},
+        "involvedObject": {"kind": "Node", "name": "gpu-07"},
+        "reason": "NodeNotReady",
+        "message": "Node gpu-07 status is now: NodeNotReady",
+        "type": "Normal",
+        "lastTimestamp": "2026-11-21T22:45:48Z",
+    }
+    [found] = run(analyze_k8s_events, nodes=[node], events=[event])
+    assert (found.id, found.nodes) == ("k8s.event.node_not_ready", ["gpu-07"])
+    assert found.title == "1 node(s) went NotReady and came back"
+    assert run(analyze_k8s_nodes, nodes=[node], events=[event])[0].status == Status.PASS

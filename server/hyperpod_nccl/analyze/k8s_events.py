@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hyperpod_nccl.analyze.k8s_common import describe_node, event_evidence, pod_events
+from hyperpod_nccl.analyze.k8s_common import describe_node, event_evidence, name_of, pod_events
+from hyperpod_nccl.analyze.k8s_nodes import is_ready
 from hyperpod_nccl.models import Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot, pod_key
@@ -45,9 +46,9 @@ EVENT_KINDS = (
     EventKind(
         "NodeNotReady",
         "k8s.event.node_not_ready",
-        "{n} node(s) reported NotReady",
+        "{n} node(s) went NotReady and came back",
         "debugging-guide.md § 16",
-        "The node stopped reporting, now or earlier: ranks on it may have vanished mid-collective.",
+        "The node stopped reporting for a while: ranks on it may have vanished mid-collective.",
         status=Status.WARN,
     ),
     EventKind(
@@ -69,8 +70,10 @@ def _target(event: dict[str, Any]) -> str:
 
 
 def _already_reported(kubernetes: KubernetesSnapshot) -> set[str]:
-    """Evicted pods still present as objects: the pods analyzer reports them with their status."""
-    return {pod_key(pod) for pod in kubernetes.pods if pod["status"].get("reason") == "Evicted"}
+    """Evicted pods still present as objects, and nodes still NotReady: the pods and nodes
+    analyzers report those from their current state, with these events as evidence."""
+    evicted = {pod_key(pod) for pod in kubernetes.pods if pod["status"].get("reason") == "Evicted"}
+    return evicted | {name_of(node) for node in kubernetes.nodes if not is_ready(node)}
 
 
 def _commands(kind: EventKind, event: dict[str, Any]) -> list[SuggestedCommand]:
@@ -109,7 +112,7 @@ def analyze_k8s_events(snapshot: Snapshot) -> list[Finding]:
             event
             for event in kubernetes.events
             if event.get("reason") == kind.reason
-            and not (kind.reason == "Evicted" and _target(event) in skip)
+            and not (kind.reason in ("Evicted", "NodeNotReady") and _target(event) in skip)
         ]
         if events:
             events.sort(key=lambda event: event.get("lastTimestamp") or event.get("eventTime") or "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperpod_nccl.analyze.k8s_common import describe_node, instance_id_of, name_of
+from hyperpod_nccl.analyze.k8s_common import describe_node, event_evidence, instance_id_of, name_of
 from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import DEEP_HEALTH_LABEL, NODE_HEALTH_LABEL
@@ -37,19 +37,34 @@ def _list_labels_command() -> SuggestedCommand:
     )
 
 
-def _not_ready(nodes: list[dict[str, Any]], job_nodes: set[str]) -> list[Finding]:
-    bad = [node for node in nodes if ready_condition(node).get("status") != "True"]
+def is_ready(node: dict[str, Any]) -> bool:
+    return ready_condition(node).get("status") == "True"
+
+
+def _not_ready_evidence(node: dict[str, Any], events: list[dict[str, Any]]) -> list[Evidence]:
+    """The Ready condition, and the NodeNotReady event that dates when it went."""
+    ready = ready_condition(node)
+    text = f"Ready={ready.get('status')} reason={ready.get('reason', '')}: {ready.get('message', '')}"
+    evidence = [
+        Evidence(source=f"node {name_of(node)} status.conditions[Ready]", text=text, node=name_of(node))
+    ]
+    return evidence + [
+        event_evidence(event)
+        for event in events
+        if event.get("reason") == "NodeNotReady"
+        and (event.get("involvedObject") or {}).get("name") == name_of(node)
+    ]
+
+
+def _not_ready(
+    nodes: list[dict[str, Any]], events: list[dict[str, Any]], job_nodes: set[str]
+) -> list[Finding]:
+    bad = [node for node in nodes if not is_ready(node)]
     if not bad:
         return []
     names = [name_of(node) for node in bad]
     hit = sorted(job_nodes & set(names))
-    evidence = []
-    for node in bad:
-        ready = ready_condition(node)
-        text = f"Ready={ready.get('status')} reason={ready.get('reason', '')}: {ready.get('message', '')}"
-        evidence.append(
-            Evidence(source=f"node {name_of(node)} status.conditions[Ready]", text=text, node=name_of(node))
-        )
+    evidence = [item for node in bad for item in _not_ready_evidence(node, events)]
     return [
         Finding(
             id="k8s.node.not_ready",
@@ -117,7 +132,8 @@ def analyze_k8s_nodes(snapshot: Snapshot) -> list[Finding]:
     if kubernetes is None or not kubernetes.nodes:
         return []
     job_nodes = {pod["spec"].get("nodeName") for pod in kubernetes.job_pods()} - {None}
-    findings = _not_ready(kubernetes.nodes, job_nodes) + _health_labels(kubernetes.nodes, job_nodes)
+    findings = _not_ready(kubernetes.nodes, kubernetes.events, job_nodes)
+    findings += _health_labels(kubernetes.nodes, job_nodes)
     if findings:
         return findings
     return [
