@@ -10,7 +10,15 @@ import os
 from typing import TextIO
 
 from hyperpod_nccl.guard.redact import redact_model
-from hyperpod_nccl.models import PRIORITY_MEANING, Finding, Priority, Report, Status
+from hyperpod_nccl.models import (
+    PRIORITY_MEANING,
+    Finding,
+    JobSummary,
+    Priority,
+    RankStateGroup,
+    Report,
+    Status,
+)
 from hyperpod_nccl.rankset import compress
 
 _COLORS = {
@@ -77,6 +85,47 @@ def _finding_lines(finding: Finding, color: bool) -> list[str]:
     return lines
 
 
+def _job_lines(job: JobSummary) -> list[str]:
+    shape = [
+        f"framework {job.framework or 'unknown'}",
+        f"world size {job.world_size if job.world_size is not None else '?'}",
+        f"{job.nodes} nodes",
+    ]
+    if job.ranks_per_node:
+        shape.append(f"{job.ranks_per_node} ranks per node")
+    if job.resumed_from_checkpoint is not None:
+        shape.append("resumed from a checkpoint" if job.resumed_from_checkpoint else "not resumed")
+    lines = ["Job: " + ", ".join(shape)]
+    for group in job.versions:
+        versions = ", ".join(
+            f"{name} {value}"
+            for name, value in (
+                ("torch", group.torch),
+                ("NCCL", group.nccl),
+                ("aws-ofi-nccl", group.aws_ofi_nccl),
+            )
+            if value
+        )
+        where = _listing(group.nodes) if group.nodes else f"{group.node_count} nodes"
+        lines.append(f"  versions on {where}: {versions or 'not printed'}")
+    return lines
+
+
+def _rank_state_lines(groups: list[RankStateGroup]) -> list[str]:
+    lines = ["NCCL state of every rank:"]
+    for group in groups:
+        work = ""
+        if group.last_enqueued is not None or group.last_completed is not None:
+            work = f" (last enqueued {group.last_enqueued}, last completed {group.last_completed})"
+        collective = f" {group.op} SeqNum {group.seq}" if group.op and group.seq is not None else ""
+        where = f" on {_listing(group.nodes)}" if group.nodes else ""
+        lines.append(
+            f"  ranks {group.ranks} ({group.count}){where}: {group.state};{collective} watchdog "
+            f"{group.watchdog}{work}"
+        )
+    return lines
+
+
 def render_text(report: Report, *, color: bool = False) -> str:
     report = redact_model(report)
     summary = report.summary
@@ -84,6 +133,10 @@ def render_text(report: Report, *, color: bool = False) -> str:
         f"hyperpod-nccl {report.kind}: {summary.files_read} files read, {summary.ranks_seen} ranks seen",
         "",
     ]
+    if report.job:
+        lines += [*_job_lines(report.job), ""]
+    if report.rank_states:
+        lines += [*_rank_state_lines(report.rank_states), ""]
     for finding in report.findings:
         lines.extend(_finding_lines(finding, color))
     if report.root_cause:

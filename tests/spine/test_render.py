@@ -101,3 +101,41 @@ def test_color_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_colored_text_marks_the_status_tag() -> None:
     assert "\033[31m[FAIL]\033[0m P0" in render_text(sample_report(), color=True)
+
+
+def test_text_report_shows_the_job_and_every_ranks_state() -> None:
+    from hyperpod_nccl.models import JobSummary, RankStateGroup, VersionGroup
+
+    report = sample_report().model_copy(
+        update={
+            "job": JobSummary(
+                framework="PyTorch",
+                world_size=128,
+                nodes=16,
+                ranks_per_node=8,
+                versions=[VersionGroup(node_count=16, nccl="2.27.3")],
+            ),
+            "rank_states": [
+                RankStateGroup(
+                    ranks="77",
+                    count=1,
+                    state="outside NCCL",
+                    watchdog="notified",
+                    last_enqueued=450,
+                    last_completed=450,
+                    nodes=["ip-10-1-2-3"],
+                ),
+                RankStateGroup(
+                    ranks="0-76,78-127", count=127, state="waiting", watchdog="fired", op="ALLREDUCE", seq=451
+                ),
+            ],
+        }
+    )
+    text = render_text(report)
+    assert "Job: framework PyTorch, world size 128, 16 nodes, 8 ranks per node" in text
+    assert "versions on 16 nodes: NCCL 2.27.3" in text
+    assert (
+        "ranks 77 (1) on ip-10-1-2-3: outside NCCL; watchdog notified (last enqueued 450, last completed 450)"
+        in text
+    )
+    assert "ranks 0-76,78-127 (127): waiting; ALLREDUCE SeqNum 451 watchdog fired" in text
