@@ -1,3 +1,5 @@
 from hyperpod_nccl.cli import main
 
-raise SystemExit(main())
+# Guarded so a worker process started with "spawn" can import this module without re-running it.
+if __name__ == "__main__":
+    raise SystemExit(main())
