@@ -124,3 +124,31 @@ def test_a_node_that_flapped_is_reported_from_its_event() -> None:
     assert (found.id, found.nodes) == ("k8s.event.node_not_ready", ["gpu-07"])
     assert found.title == "1 node(s) went NotReady and came back"
     assert run(analyze_k8s_nodes, nodes=[node], events=[event])[0].status == Status.PASS
+
+
+def gpu_node(name: str, instance_type: str, capacity: int, allocatable: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {"node.kubernetes.io/instance-type": instance_type}},
+        "spec": {"providerID": f"aws:///usw2-az2/sagemaker/cluster/hyperpod-x-i-0aa{name[-1]}bb1234567890"},
+        "status": {
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "capacity": {"nvidia.com/gpu": str(capacity)} if capacity else {},
+            "allocatable": {"nvidia.com/gpu": str(allocatable)} if capacity else {},
+        },
+    }
+
+
+def test_gpus_withheld_by_the_device_plugin_or_never_advertised() -> None:
+    nodes = [
+        gpu_node("n1", "ml.p5.48xlarge", 8, 7),
+        gpu_node("n2", "ml.p5.48xlarge", 0, 0),
+        gpu_node("n3", "ml.p5.48xlarge", 8, 8),
+        gpu_node("n4", "ml.m5.2xlarge", 0, 0),
+    ]
+    [found] = [f for f in run(analyze_k8s_nodes, nodes=nodes) if f.is_issue]
+    assert (found.id, found.nodes) == ("k8s.node.gpus_unavailable", ["n1", "n2"])
+    assert [e.text for e in found.evidence] == [
+        "nvidia.com/gpu: capacity 8, allocatable 7",
+        "ml.p5.48xlarge advertises no nvidia.com/gpu",
+    ]
+    assert found.instance_ids == ["i-0aa1bb1234567890", "i-0aa2bb1234567890"]

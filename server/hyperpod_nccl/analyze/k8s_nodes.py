@@ -11,11 +11,17 @@ from typing import Any
 from hyperpod_nccl.analyze.k8s_common import describe_node, event_evidence, instance_id_of, name_of
 from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
-from hyperpod_nccl.snapshot.kubernetes import DEEP_HEALTH_LABEL, NODE_HEALTH_LABEL
+from hyperpod_nccl.snapshot.kubernetes import (
+    DEEP_HEALTH_LABEL,
+    GPU_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    NODE_HEALTH_LABEL,
+)
 
 _FAULT_LABELS = ("sagemaker.amazonaws.com/fault-type", "sagemaker.amazonaws.com/fault-reason")
 # `Unschedulable` means deep health checks are still running: expected on a fresh node.
 _FAILED_HEALTH = ("UnschedulablePendingReboot", "UnschedulablePendingReplacement")
+GPU_INSTANCE_FAMILIES = ("p3", "p4", "p5", "p6", "g4dn", "g5", "g6")
 
 
 def ready_condition(node: dict[str, Any]) -> dict[str, Any]:
@@ -127,13 +133,55 @@ def _health_labels(nodes: list[dict[str, Any]], job_nodes: set[str]) -> list[Fin
     ]
 
 
+def _gpu_count(node: dict[str, Any], field: str) -> int:
+    value = ((node.get("status") or {}).get(field) or {}).get(GPU_RESOURCE, "0")
+    return int(value) if str(value).isdigit() else 0
+
+
+def _gpu_problem(node: dict[str, Any]) -> Evidence | None:
+    """GPUs the kubelet holds back (the device plugin marked them unhealthy), or a GPU instance
+    type advertising none at all (the NVIDIA device plugin is not running there)."""
+    capacity, allocatable = _gpu_count(node, "capacity"), _gpu_count(node, "allocatable")
+    instance_type = _labels(node).get(INSTANCE_TYPE_LABEL, "")
+    source = f"node {name_of(node)} status"
+    if capacity > allocatable:
+        text = f"{GPU_RESOURCE}: capacity {capacity}, allocatable {allocatable}"
+        return Evidence(source=source, text=text, node=name_of(node))
+    if capacity == 0 and instance_type.removeprefix("ml.").startswith(GPU_INSTANCE_FAMILIES):
+        text = f"{instance_type} advertises no {GPU_RESOURCE}"
+        return Evidence(source=source, text=text, node=name_of(node))
+    return None
+
+
+def _gpus_missing(nodes: list[dict[str, Any]]) -> list[Finding]:
+    problems = [(node, evidence) for node in nodes if (evidence := _gpu_problem(node))]
+    if not problems:
+        return []
+    names = [name_of(node) for node, _ in problems]
+    return [
+        Finding(
+            id="k8s.node.gpus_unavailable",
+            status=Status.WARN,
+            priority=Priority.P1,
+            title=f"{len(problems)} node(s) offer fewer GPUs than they have",
+            reference="debugging-guide.md § 5",
+            detail="The NVIDIA device plugin withholds GPUs it found unhealthy (often after an Xid), "
+            "or is not running: pods asking for 8 GPUs stay Pending or land elsewhere.",
+            nodes=names,
+            instance_ids=[i for node, _ in problems if (i := instance_id_of(node))],
+            evidence=[evidence for _, evidence in problems],
+            suggested_commands=[describe_node(names[0])],
+        )
+    ]
+
+
 def analyze_k8s_nodes(snapshot: Snapshot) -> list[Finding]:
     kubernetes = snapshot.kubernetes
     if kubernetes is None or not kubernetes.nodes:
         return []
     job_nodes = {pod["spec"].get("nodeName") for pod in kubernetes.job_pods()} - {None}
     findings = _not_ready(kubernetes.nodes, kubernetes.events, job_nodes)
-    findings += _health_labels(kubernetes.nodes, job_nodes)
+    findings += _health_labels(kubernetes.nodes, job_nodes) + _gpus_missing(kubernetes.nodes)
     if findings:
         return findings
     return [
