@@ -153,6 +153,18 @@ def _add_reference_resources(server: MCPServer, index: ReferenceIndex) -> None:
 
 def _add_workflow_prompts(server: MCPServer) -> None:
     @server.prompt(
+        name="diagnose_nccl_failure",
+        title="Diagnose an NCCL or distributed-training failure",
+        description="The read-only workflow: collect → diagnose → read the section → suggest → rerun.",
+    )
+    def diagnose_nccl_failure(cluster: str = "", region: str = "", error: str = "") -> str:
+        return DIAGNOSE_WORKFLOW.format(
+            cluster=cluster or "<ask the user>",
+            region=region or "<ask the user>",
+            error=error or "<ask the user for the exact error string>",
+        )
+
+    @server.prompt(
         name="triage_training_logs",
         title="Triage a distributed job's training logs",
         description="Find the rank and event that came first in a folder of worker logs, read-only.",
@@ -189,17 +201,4 @@ def build_server() -> MCPServer:
         server.add_tool(_redacted(tool), annotations=tool_annotations, structured_output=True)
     _add_reference_resources(server, default_index())
     _add_workflow_prompts(server)
-
-    @server.prompt(
-        name="diagnose_nccl_failure",
-        title="Diagnose an NCCL or distributed-training failure",
-        description="The read-only workflow: collect → diagnose → read the section → suggest → rerun.",
-    )
-    def diagnose_nccl_failure(cluster: str = "", region: str = "", error: str = "") -> str:
-        return DIAGNOSE_WORKFLOW.format(
-            cluster=cluster or "<ask the user>",
-            region=region or "<ask the user>",
-            error=error or "<ask the user for the exact error string>",
-        )
-
     return server
