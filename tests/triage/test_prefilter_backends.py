@@ -3,10 +3,16 @@ every line holding an anchor, or a platform without hyperscan would diagnose dif
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from hyperpod_nccl.triage.patterns import EVENT_PATTERNS, FACT_PATTERNS, anchors_of
-from hyperpod_nccl.triage.prefilter import _hyperscan_scanner, _regex_scanner, minimal
+from hyperpod_nccl.triage.prefilter import DISABLE_HYPERSCAN, _hyperscan_scanner, _regex_scanner, minimal
 
 hyperscan = pytest.importorskip("hyperscan", reason="hyperscan has no wheel for this platform")
 
@@ -42,3 +48,26 @@ def test_both_scanners_select_every_line_holding_an_anchor() -> None:
     assert any(b"Watchdog caught" in line for line in selected)
     assert any(b"NVRM: Xid" in line for line in selected)
     assert b"plain progress line with nothing in it" not in selected
+
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "training-hang" / "logs"
+
+
+def _triage_json(env_extra: dict[str, str]) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-m", "hyperpod_nccl", "triage", str(EXAMPLE), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **env_extra},
+    )
+    assert result.returncode == 1, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_whole_triage_is_the_same_without_hyperscan() -> None:
+    accelerated = _triage_json({})
+    fallback = _triage_json({DISABLE_HYPERSCAN: "1"})
+    assert accelerated == fallback
+    assert accelerated["root_cause"]["culprit_ranks"] == [43]

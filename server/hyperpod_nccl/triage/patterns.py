@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hyperpod_nccl.triage.prefilter import hyperscan_matcher
+
 
 @dataclass(frozen=True)
 class Pattern:
@@ -396,8 +398,14 @@ class Dispatcher:
                 self._owners.setdefault(anchor, []).append(index)
         self._anchors = anchors
         self._inside: dict[str, tuple[str, ...]] = {}  # matched text → anchors it contains
+        self._accelerated = hyperscan_matcher([anchor.encode() for anchor in anchors])
 
     def candidates(self, message: str) -> list[Pattern]:
+        if self._accelerated is not None:
+            # Every occurrence of every anchor, overlaps included: the owners of all of them.
+            found = {index for index, _ in self._accelerated(message.encode())}
+            owners = {owner for index in found for owner in self._owners[self._anchors[index]]}
+            return [self._patterns[index] for index in sorted(owners)]
         matched = {found.group() for found in self._finder.finditer(message)}
         if not matched:
             return []
