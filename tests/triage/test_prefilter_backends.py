@@ -34,7 +34,8 @@ def _lines(block: bytes, hits: list[int]) -> set[bytes]:
     return {block[block.rfind(b"\n", 0, hit) + 1 : block.find(b"\n", hit)] for hit in hits}
 
 
-def test_both_scanners_select_every_line_holding_an_anchor() -> None:
+def test_both_scanners_select_every_line_holding_an_anchor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(DISABLE_HYPERSCAN, raising=False)
     literals = minimal([anchor.encode() for anchor in anchors_of(EVENT_PATTERNS + FACT_PATTERNS)])
     accelerated = _hyperscan_scanner(literals)
     assert accelerated is not None
