@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hyperpod_nccl.probes.catalog import SECTION_MARKER
+from hyperpod_nccl.probes.parse import sections as probe_sections
 from hyperpod_nccl.slurm.hostlist import duration_seconds, expand_hostlist
 from hyperpod_nccl.slurm.states import parse_state, strip_reason_stamp
 from hyperpod_nccl.snapshot.slurm import ControllerPing, HostSetting, SlurmJob, SlurmNode
 
-_MARKER = re.compile("^" + re.escape(SECTION_MARKER).replace(r"\{name\}", r"(?P<name>[a-z_]+)") + "$")
 _EXIT = re.compile(r"^##### exit (?P<code>\d+)$")
 _KEY = re.compile(r"(?:^|(?<=\s))(?P<key>[A-Za-z][A-Za-z0-9_:/\[\]]*)=")
 _PING = re.compile(r"Slurmctld\((?P<role>[a-z0-9]+)\) at (?P<host>\S+) is (?P<status>UP|DOWN)")
@@ -53,21 +52,19 @@ class Section:
 
 
 def split_sections(output: str) -> dict[str, Section]:
-    """The probe's output, by section name; a section cut off by a timeout has exit_code None."""
+    """The probe's output, by section name; a section cut off by a timeout has exit_code None.
+
+    The sections are the shared probe format; the Slurm script adds an `##### exit N` trailer."""
     sections: dict[str, Section] = {}
-    name, lines, code = None, [], None
-    for line in [*output.splitlines(), None]:
-        marker = _MARKER.match(line) if line is not None else None
-        if line is None or marker:
-            if name is not None:
-                sections[name] = Section("\n".join(lines), code)
-            name, lines, code = (marker.group("name") if marker else None), [], None
-            continue
-        exit_match = _EXIT.match(line)
-        if exit_match:
-            code = int(exit_match.group("code"))
-        else:
-            lines.append(line)
+    for name, section in probe_sections.split_sections(output).items():
+        lines, code = [], None
+        for line in section.lines:
+            exit_match = _EXIT.match(line)
+            if exit_match:
+                code = int(exit_match.group("code"))
+            else:
+                lines.append(line)
+        sections[name] = Section("\n".join(lines), code)
     return sections
 
 
