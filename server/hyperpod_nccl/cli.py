@@ -12,29 +12,13 @@ from collections.abc import Callable, Sequence
 
 from hyperpod_nccl import __version__
 from hyperpod_nccl.bundle.cli import add_bundle_arguments, run_bundle
+from hyperpod_nccl.cli_common import EXIT_OK, EXIT_UNUSABLE, UsageError
 from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare_command
 from hyperpod_nccl.diagnose_cli import add_diagnose_arguments, run_diagnose
-from hyperpod_nccl.models import Report
 from hyperpod_nccl.probes.cli import add_probe_arguments, run_probe
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
-from hyperpod_nccl.render import render_json, render_text, use_color
 from hyperpod_nccl.slurm.cli import add_slurm_arguments, run_slurm
 from hyperpod_nccl.triage.cli import add_triage_arguments, run_triage_command
-
-EXIT_OK, EXIT_ISSUES, EXIT_UNUSABLE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """The input or the arguments cannot be used; the message is the one line printed on stderr."""
-
-
-def emit_report(report: Report, as_json: bool) -> int:
-    """Print a report as JSON or text and return the exit status it implies."""
-    if as_json:
-        sys.stdout.write(render_json(report) + "\n")
-    else:
-        sys.stdout.write(render_text(report, color=use_color(sys.stdout)))
-    return EXIT_ISSUES if report.blocking else EXIT_OK
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
+from hyperpod_nccl.cli_common import UsageError, checked, emit_report
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, InstanceId, JobName, Namespace, Region
@@ -46,19 +47,11 @@ def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
     add_compare_argument(parser)
 
 
-def _checked(kind: Any, value: str | None) -> str | None:
-    from hyperpod_nccl.cli import UsageError
-
-    if value is None:
-        return None
-    try:
-        return TypeAdapter(kind).validate_python(value)
-    except ValidationError as error:
-        raise UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None
+def _checked(kind: object, value: str | None) -> str | None:
+    return None if value is None else checked(kind, value)
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from hyperpod_nccl.cli import UsageError
     from hyperpod_nccl.diagnose import DiagnoseOptions, parse_window
 
     # A cluster ARN names its region; an explicit --region still wins.
@@ -130,8 +123,6 @@ def _collect(args: argparse.Namespace) -> Snapshot | None:
 
 
 def _load(directory: Path) -> Snapshot:
-    from hyperpod_nccl.cli import UsageError
-
     path = directory / SNAPSHOT_FILE
     if not path.is_file():
         raise UsageError(f"{directory} is not a bundle: {SNAPSHOT_FILE} not found in it")
@@ -142,7 +133,6 @@ def _load(directory: Path) -> Snapshot:
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
-    from hyperpod_nccl.cli import emit_report
     from hyperpod_nccl.diagnose import diagnose
 
     if args.bundle or args.cluster:

@@ -30,3 +30,11 @@ def test_missing_path_is_refused_with_a_clear_message(tmp_path) -> None:
     assert adapter.validate_python(str(tmp_path)) == str(tmp_path)
     with pytest.raises(ValidationError, match="does not exist"):
         adapter.validate_python(str(tmp_path / "nope"))
+
+
+def test_validated_gives_the_one_line_reason_without_pydantic_framing() -> None:
+    from hyperpod_nccl.guard.validate import validated
+
+    assert validated(Region, "us-west-2") == "us-west-2"
+    with pytest.raises(ValueError, match=r"^'us west' is not a valid AWS region \(example: us-west-2\)$"):
+        validated(Region, "us west")

@@ -6,25 +6,11 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-from pydantic import TypeAdapter, ValidationError
 
 from hyperpod_nccl.bundle import BundleError, BundleRequest, BundleResult, create_bundle
+from hyperpod_nccl.cli_common import EXIT_OK, UsageError, argparse_type
 from hyperpod_nccl.guard.redact import redact_text
 from hyperpod_nccl.guard.validate import ClusterName, JobName, Namespace, Region
-
-
-def _checked(kind: Any) -> Any:
-    adapter = TypeAdapter(kind)
-
-    def check(value: str) -> str:
-        try:
-            return adapter.validate_python(value)
-        except ValidationError as error:
-            raise argparse.ArgumentTypeError(error.errors()[0]["msg"]) from None
-
-    return check
 
 
 def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,11 +24,11 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--logs", type=Path, metavar="LOG_DIR", help="training logs to triage into the bundle"
     )
-    parser.add_argument("--cluster", type=_checked(ClusterName), help="HyperPod cluster name or ARN")
-    parser.add_argument("--region", type=_checked(Region), help="AWS region of the cluster")
+    parser.add_argument("--cluster", type=argparse_type(ClusterName), help="HyperPod cluster name or ARN")
+    parser.add_argument("--region", type=argparse_type(Region), help="AWS region of the cluster")
     parser.add_argument("--orchestrator", choices=["eks", "slurm"], help="when no snapshot says it")
-    parser.add_argument("--namespace", type=_checked(Namespace), help="namespace of the job (EKS)")
-    parser.add_argument("--job", type=_checked(JobName), help="job name (EKS) or Slurm job id")
+    parser.add_argument("--namespace", type=argparse_type(Namespace), help="namespace of the job (EKS)")
+    parser.add_argument("--job", type=argparse_type(JobName), help="job name (EKS) or Slurm job id")
     parser.add_argument(
         "-o",
         "--output",
@@ -71,9 +57,6 @@ def render_result(result: BundleResult) -> str:
 
 
 def run_bundle(args: argparse.Namespace) -> int:
-    # cli.py lists this command in COMMANDS, so it can only be imported once cli.py has loaded.
-    from hyperpod_nccl.cli import EXIT_OK, UsageError
-
     request = BundleRequest(
         output=args.output or _default_output(),
         report=args.report,

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, TypeAdapter, ValidationError
 
 
 def _matching(pattern: str, what: str, example: str):
@@ -82,3 +82,11 @@ ExistingPath = Annotated[
     AfterValidator(_existing_path),
     Field(description="A file or directory on the machine running hyperpod-nccl."),
 ]
+
+
+def validated(kind: object, value: str) -> str:
+    """`value` checked against one of the types above; the ValueError says why in one line."""
+    try:
+        return TypeAdapter(kind).validate_python(value)
+    except ValidationError as error:
+        raise ValueError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import anyio
-from pydantic import TypeAdapter, ValidationError
 
+from hyperpod_nccl.cli_common import UsageError, checked, emit_report
 from hyperpod_nccl.guard.validate import ClusterName, InstanceId, Region
 from hyperpod_nccl.probes.fanout import (
     DEFAULT_CONCURRENCY,
@@ -49,15 +49,6 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
-def _checked(adapter_type: object, value: str) -> str:
-    from hyperpod_nccl.cli import UsageError
-
-    try:
-        return TypeAdapter(adapter_type).validate_python(value)
-    except ValidationError as error:
-        raise UsageError(error.errors()[0]["msg"].removeprefix("Value error, ")) from None
-
-
 def _progress(update: ProbeProgress) -> None:
     print(f"probe {update.done}/{update.total}: {update.node} {update.status}", file=sys.stderr)
 
@@ -66,9 +57,9 @@ async def _probe_cluster(args: argparse.Namespace) -> ProbeSnapshot:
     from hyperpod_nccl.probes.service import probe_nodes_for_snapshot
 
     return await probe_nodes_for_snapshot(
-        _checked(ClusterName, args.cluster),
-        _checked(Region, args.region or ""),
-        node=_checked(InstanceId, args.node) if args.node else None,
+        checked(ClusterName, args.cluster),
+        checked(Region, args.region or ""),
+        node=checked(InstanceId, args.node) if args.node else None,
         sample_nodes=args.sample_nodes,
         concurrency=args.concurrency,
         timeout_s=args.timeout,
@@ -83,8 +74,6 @@ async def _probe_replay(directory: Path, timeout_s: float) -> ProbeSnapshot:
 
 
 def run_probe(args: argparse.Namespace) -> int:
-    # Imported here: the top-level CLI imports this module to build its parser.
-    from hyperpod_nccl.cli import UsageError, emit_report
     from hyperpod_nccl.probes.fanout import UnknownNode
     from hyperpod_nccl.probes.service import probe_local, probe_report
     from hyperpod_nccl.probes.targets import ClusterLookupError

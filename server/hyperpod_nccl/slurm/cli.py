@@ -7,34 +7,19 @@ import argparse
 import sys
 
 import anyio
-from pydantic import TypeAdapter, ValidationError
 
+from hyperpod_nccl.cli_common import UsageError, argparse_type, checked, emit_report
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, Region, SlurmJobId
 from hyperpod_nccl.models import Report
-from hyperpod_nccl.render import render_json, render_text, use_color
 from hyperpod_nccl.slurm.service import SlurmUnavailable, collect_slurm_snapshot, slurm_report
 from hyperpod_nccl.snapshot import Snapshot
 
-EXIT_UNUSABLE = 2
-
-
-def _validated(type_: object, what: str):
-    adapter = TypeAdapter(type_)
-
-    def check(value: str) -> str:
-        try:
-            return adapter.validate_python(value)
-        except ValidationError as error:
-            raise argparse.ArgumentTypeError(f"{what}: {error.errors()[0]['msg']}") from None
-
-    return check
-
 
 def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--job", type=_validated(SlurmJobId, "--job"), help="a Slurm job id to inspect")
-    parser.add_argument("--cluster", type=_validated(ClusterName, "--cluster"), help="HyperPod cluster (SSM)")
-    parser.add_argument("--region", type=_validated(Region, "--region"), help="AWS region of --cluster")
+    parser.add_argument("--job", type=argparse_type(SlurmJobId), help="a Slurm job id to inspect")
+    parser.add_argument("--cluster", type=argparse_type(ClusterName), help="HyperPod cluster (SSM)")
+    parser.add_argument("--region", type=argparse_type(Region), help="AWS region of --cluster")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -46,17 +31,13 @@ def slurm_diagnose(job: str | None, cluster: str | None, region: str | None) -> 
 
 def slurm_snapshot_here(args: argparse.Namespace) -> Snapshot:
     """`diagnose --orchestrator slurm` without --cluster/--bundle: Slurm on this host, no AWS."""
-    from hyperpod_nccl.cli import UsageError
-
     if args.orchestrator != "slurm":
         raise UsageError(
             "pass --cluster NAME (live) or --bundle DIR; or --orchestrator slurm on a Slurm node"
         )
     try:
-        job = TypeAdapter(SlurmJobId).validate_python(args.job) if args.job else None
+        job = checked(SlurmJobId, args.job) if args.job else None
         snapshot = redact_model(anyio.run(lambda: collect_slurm_snapshot(job_id=job)))
-    except ValidationError as error:
-        raise UsageError(f"--job: {error.errors()[0]['msg'].removeprefix('Value error, ')}") from None
     except SlurmUnavailable as error:
         raise UsageError(str(error)) from None
     if args.save_bundle:
@@ -68,10 +49,5 @@ def run_slurm(args: argparse.Namespace) -> int:
     try:
         report = slurm_diagnose(args.job, args.cluster, args.region)
     except SlurmUnavailable as error:
-        print(f"hyperpod-nccl: {error}", file=sys.stderr)
-        return EXIT_UNUSABLE
-    if args.json:
-        sys.stdout.write(render_json(report) + "\n")
-    else:
-        sys.stdout.write(render_text(report, color=use_color(sys.stdout)))
-    return 1 if report.blocking else 0
+        raise UsageError(str(error)) from None
+    return emit_report(report, args.json)

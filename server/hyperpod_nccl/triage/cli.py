@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hyperpod_nccl.cli_common import UsageError, emit_report
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 
 
@@ -24,8 +25,6 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_triage_command(args: argparse.Namespace) -> int:
-    # Imported here: the top-level CLI imports this module to build its parser.
-    from hyperpod_nccl.cli import UsageError, emit_report
     from hyperpod_nccl.triage.discover import unusable_reason
     from hyperpod_nccl.triage.engine import run_triage
 
