@@ -85,11 +85,11 @@ def kubernetes_client_for_eks(
         )
         raise KubernetesAccessError(issue) from error
     configuration.api_key_prefix["authorization"] = "Bearer"
-    signed_at = 0.0
+    signed_at: float | None = None  # never signed: sign on first use, whatever the clock reads
 
     def refresh_token(config: Configuration) -> None:
         nonlocal signed_at
-        if time.monotonic() - signed_at > _REFRESH_AFTER_SECONDS:
+        if signed_at is None or time.monotonic() - signed_at > _REFRESH_AFTER_SECONDS:
             config.api_key["authorization"] = eks_token(cluster_name, region, session=session)
             signed_at = time.monotonic()
 
