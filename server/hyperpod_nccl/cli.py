@@ -14,7 +14,7 @@ from hyperpod_nccl import __version__
 from hyperpod_nccl.bundle.cli import add_bundle_arguments, run_bundle
 from hyperpod_nccl.cli_common import EXIT_OK, EXIT_UNUSABLE, UsageError
 from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare_command
-from hyperpod_nccl.diagnose_cli import add_diagnose_arguments, run_diagnose
+from hyperpod_nccl.diagnose.cli import add_diagnose_arguments, run_diagnose
 from hyperpod_nccl.probes.cli import add_probe_arguments, run_probe
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
 from hyperpod_nccl.slurm.cli import add_slurm_arguments, run_slurm

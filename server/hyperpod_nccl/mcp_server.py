@@ -19,9 +19,9 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from hyperpod_nccl import __version__
-from hyperpod_nccl.diagnose_tools import describe_cluster, list_cluster_nodes, run_diagnostic, scan_cloudwatch
+from hyperpod_nccl.diagnose.k8s_tool import get_pod_logs, list_pods
+from hyperpod_nccl.diagnose.tool import describe_cluster, list_cluster_nodes, run_diagnostic, scan_cloudwatch
 from hyperpod_nccl.guard.redact import redact_model
-from hyperpod_nccl.k8s_tools import get_pod_logs, list_pods
 from hyperpod_nccl.probes.tool import probe_nodes
 from hyperpod_nccl.references import (
     ReferenceIndex,
@@ -34,7 +34,7 @@ from hyperpod_nccl.references import (
 )
 from hyperpod_nccl.skill_tools import compare_reports, create_escalation_bundle
 from hyperpod_nccl.slurm.tool import slurm_status
-from hyperpod_nccl.triage.mcp_tool import triage_logs
+from hyperpod_nccl.triage.tool import triage_logs
 from hyperpod_nccl.workflow import (
     DIAGNOSE_WORKFLOW,
     ESCALATION_WORKFLOW,

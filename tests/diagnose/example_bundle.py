@@ -22,7 +22,7 @@ from typing import Any
 import boto3
 import pytest
 
-from hyperpod_nccl.diagnose import DiagnoseOptions, collect_snapshot
+from hyperpod_nccl.diagnose.service import DiagnoseOptions, collect_snapshot
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.snapshot import Snapshot
 from tests.diagnose.conftest import aws_env

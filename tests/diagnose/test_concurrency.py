@@ -8,8 +8,8 @@ import io
 import boto3
 import pytest
 
-from hyperpod_nccl.diagnose import DiagnoseOptions, collect_snapshot
-from hyperpod_nccl.diagnose_cli import TtyProgress
+from hyperpod_nccl.diagnose.cli import TtyProgress
+from hyperpod_nccl.diagnose.service import DiagnoseOptions, collect_snapshot
 from tests.diagnose.conftest import Stubs, planted_stubs
 from tests.diagnose.world import REGION, World
 from tests.servers.moto_server import MotoServer

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from hyperpod_nccl.cli import main
-from hyperpod_nccl.diagnose import diagnose
+from hyperpod_nccl.diagnose.service import diagnose
 from hyperpod_nccl.models import Report
 from hyperpod_nccl.snapshot import Snapshot
 from tests.diagnose.example_bundle import EXAMPLE, WORKERS, generate

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import boto3
 import pytest
 
-from hyperpod_nccl.diagnose import DiagnoseOptions, collect_snapshot, diagnose
+from hyperpod_nccl.diagnose.service import DiagnoseOptions, collect_snapshot, diagnose
 from hyperpod_nccl.models import BlastRadius, Finding, Priority, Report, Status
 from hyperpod_nccl.snapshot import Snapshot
 from tests.diagnose.conftest import Stubs, assert_only_reads, aws_env, planted_stubs

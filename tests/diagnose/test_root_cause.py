@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hyperpod_nccl.diagnose_cause import diagnose_root_cause
+from hyperpod_nccl.diagnose.cause import diagnose_root_cause
 from hyperpod_nccl.models import Category, Finding, Priority, Status
 
 NODE = "i-0123456789abcdef0"

@@ -13,7 +13,7 @@ from mcp import Client
 from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
 from hyperpod_nccl.cli import main
 from hyperpod_nccl.collect.hyperpod import list_nodes
-from hyperpod_nccl.diagnose import DiagnoseOptions, collect_snapshot, diagnose
+from hyperpod_nccl.diagnose.service import DiagnoseOptions, collect_snapshot, diagnose
 from hyperpod_nccl.guard.aws import make_client
 from hyperpod_nccl.mcp_server import build_server
 from hyperpod_nccl.snapshot import Snapshot

@@ -13,7 +13,7 @@ import yaml
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from hyperpod_nccl.k8s_tools import list_pods
+from hyperpod_nccl.diagnose.k8s_tool import list_pods
 from tests.kubernetes.conftest import recorded_cluster
 from tests.servers.k8s_api import K8sApiServer, start_k8s_api_server
 

@@ -175,7 +175,7 @@ def test_probe_nodes_tool_answers_with_node_status_and_issues_only(
 def test_diagnose_with_the_replay_runner_reports_each_planted_node_fault(
     hyperpod_cluster: MotoServer,
 ) -> None:
-    from hyperpod_nccl.diagnose import DiagnoseOptions, collect_snapshot, diagnose
+    from hyperpod_nccl.diagnose.service import DiagnoseOptions, collect_snapshot, diagnose
     from hyperpod_nccl.probes.runners.replay import ReplayRunner
 
     planted = {

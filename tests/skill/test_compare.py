@@ -169,7 +169,7 @@ def test_a_bad_previous_report_stops_triage_before_it_reads_any_log(tmp_path: Pa
 
 def test_run_diagnostic_answers_compare_like_diagnose_reports() -> None:
     from hyperpod_nccl.compare import report_from_data
-    from hyperpod_nccl.diagnose_tools import DiagnosticResult
+    from hyperpod_nccl.diagnose.tool import DiagnosticResult
 
     def answer(report: Report) -> dict:
         # Only the fields the answer has, so this follows DiagnosticResult as it grows.

@@ -20,7 +20,7 @@ from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
 from hyperpod_nccl.collect import cloudwatch, hyperpod
 from hyperpod_nccl.collect.aws import AwsClients, AwsPrerequisiteError, issue_for
 from hyperpod_nccl.collect.run import DiagnoseOptions, parse_window
-from hyperpod_nccl.diagnose import collect_snapshot_async, diagnose
+from hyperpod_nccl.diagnose.service import collect_snapshot_async, diagnose
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, ExistingPath, InstanceId, JobName, Namespace, Region
 from hyperpod_nccl.models import Finding, Report, RootCause, SkippedInput, Summary

@@ -52,7 +52,7 @@ def _checked(kind: object, value: str | None) -> str | None:
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from hyperpod_nccl.diagnose import DiagnoseOptions, parse_window
+    from hyperpod_nccl.diagnose.service import DiagnoseOptions, parse_window
 
     # A cluster ARN names its region; an explicit --region still wins.
     arn_region = (
@@ -103,7 +103,7 @@ class TtyProgress:
 
 def _collect(args: argparse.Namespace) -> Snapshot | None:
     from hyperpod_nccl.collect.aws import AwsPrerequisiteError
-    from hyperpod_nccl.diagnose import collect_snapshot
+    from hyperpod_nccl.diagnose.service import collect_snapshot
 
     options = _options(args)
     progress = TtyProgress(sys.stderr)
@@ -133,7 +133,7 @@ def _load(directory: Path) -> Snapshot:
 
 
 def run_diagnose(args: argparse.Namespace) -> int:
-    from hyperpod_nccl.diagnose import diagnose
+    from hyperpod_nccl.diagnose.service import diagnose
 
     if args.bundle or args.cluster:
         snapshot = _load(args.bundle) if args.bundle else _collect(args)

@@ -27,7 +27,7 @@ from hyperpod_nccl.collect.aws import (
     no_progress,
 )
 from hyperpod_nccl.collect.run import CollectionRun, DiagnoseOptions, parse_window, skipped
-from hyperpod_nccl.diagnose_cause import diagnose_root_cause
+from hyperpod_nccl.diagnose.cause import diagnose_root_cause
 from hyperpod_nccl.models import Report, SkippedInput
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.aws import AwsSnapshot, CloudWatchScan
