@@ -13,6 +13,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from hyperpod_nccl.guard.prometheus import amp_iam_actions
+
 # Every AWS operation the product may call. Only reads: Describe*/List*/Get*, log searches and
 # Logs Insights queries (which read and aggregate server-side), and the STS identity check.
 READ_OPERATIONS: Mapping[str, frozenset[str]] = {
@@ -87,6 +89,8 @@ def allowed_operations(service: str, *, probe_sessions: bool = False) -> frozens
 def iam_actions(*, include_probe_sessions: bool = True) -> list[str]:
     """The IAM actions the product can use, e.g. `sagemaker:ListClusterNodes`, sorted."""
     actions = {f"{service}:{op}" for service, ops in READ_OPERATIONS.items() for op in ops}
+    # Amazon Managed Service for Prometheus queries are signed HTTP reads, not boto3 operations.
+    actions |= amp_iam_actions()
     if include_probe_sessions:
         actions |= {f"{service}:{op}" for service, ops in PROBE_SESSION_OPERATIONS.items() for op in ops}
     return sorted(actions)

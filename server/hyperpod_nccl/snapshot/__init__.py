@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hyperpod_nccl.snapshot.aws import AwsSnapshot
 from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot
+from hyperpod_nccl.snapshot.metrics import MetricsSnapshot
 from hyperpod_nccl.snapshot.probes import ProbeSnapshot
 from hyperpod_nccl.snapshot.slurm import SlurmSnapshot
 
@@ -45,6 +46,7 @@ class Snapshot(BaseModel):
     kubernetes: KubernetesSnapshot | None = None
     probes: ProbeSnapshot | None = None
     slurm: SlurmSnapshot | None = None
+    metrics: MetricsSnapshot | None = None
     collection_issues: list[CollectionIssue] = Field(default_factory=list)
 
     def save(self, directory: Path) -> Path:
