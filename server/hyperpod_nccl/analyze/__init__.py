@@ -17,6 +17,13 @@ from hyperpod_nccl.analyze.efa_plugin import analyze_efa_plugin
 from hyperpod_nccl.analyze.k8s_events import analyze_k8s_events
 from hyperpod_nccl.analyze.k8s_nodes import analyze_k8s_nodes
 from hyperpod_nccl.analyze.master_addr import analyze_master_addr
+from hyperpod_nccl.analyze.metrics_clocks import analyze_metrics_clocks
+from hyperpod_nccl.analyze.metrics_coverage import analyze_metrics_coverage
+from hyperpod_nccl.analyze.metrics_errors import analyze_metrics_errors
+from hyperpod_nccl.analyze.metrics_hang import analyze_metrics_hang
+from hyperpod_nccl.analyze.metrics_pcie import analyze_metrics_pcie
+from hyperpod_nccl.analyze.metrics_silent import analyze_metrics_silent
+from hyperpod_nccl.analyze.metrics_straggler import analyze_metrics_straggler
 from hyperpod_nccl.analyze.nccl_env import analyze_nccl_env
 from hyperpod_nccl.analyze.network_policy import analyze_network_policy
 from hyperpod_nccl.analyze.node_efa import analyze_node_efa
@@ -64,8 +71,20 @@ KUBERNETES_ANALYZERS: list[Analyzer] = [
     analyze_pod_logs,
 ]
 
+# The GPU metric checks over the DCGM history; `hyperpod-nccl metrics` runs just these.
+METRICS_ANALYZERS: list[Analyzer] = [
+    analyze_metrics_hang,
+    analyze_metrics_silent,
+    analyze_metrics_clocks,
+    analyze_metrics_pcie,
+    analyze_metrics_errors,
+    analyze_metrics_straggler,
+    analyze_metrics_coverage,
+]
+
 ANALYZERS: list[Analyzer] = [
     *PROBE_ANALYZERS,
+    *METRICS_ANALYZERS,
     analyze_slurm_controller,
     analyze_slurm_nodes,
     analyze_slurm_jobs,

@@ -8,8 +8,9 @@ from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Statu
 from hyperpod_nccl.snapshot import CollectionIssue, Snapshot
 
 _IAM = "operations.md § 2"
-# A missing log group is reported by the CloudWatch analyzer, with the section on enabling it.
-_REPORTED_ELSEWHERE = {("logs:DescribeLogGroups", "not_found")}
+# A missing log group is reported by the CloudWatch analyzer, with the section on enabling it;
+# a Prometheus without DCGM series by the metrics coverage analyzer.
+_REPORTED_ELSEWHERE = {("logs:DescribeLogGroups", "not_found"), ("prometheus:inventory", "not_found")}
 
 
 def _slug(source: str) -> str:

@@ -28,6 +28,7 @@ from hyperpod_nccl.metrics.fields import (
     field_query,
     heartbeat_query,
     inventory_query,
+    promql_string,
 )
 from hyperpod_nccl.metrics.window import Window
 from hyperpod_nccl.snapshot import CollectionIssue
@@ -89,12 +90,6 @@ def instance_id_in(labels: dict[str, str]) -> str | None:
         if found := _INSTANCE_ID.search(labels.get(name, "")):
             return found.group(0)
     return None
-
-
-def promql_string(value: str) -> str:
-    """A PromQL double-quoted string literal holding `value` verbatim."""
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
 
 
 def _regex_literal(value: str) -> str:
@@ -194,7 +189,7 @@ def _gpu(plan: _Plan, labels: dict[str, str]) -> GpuMetrics:
     with plan.lock:
         gpu = plan.gpus.get(key)
         if gpu is None:
-            gpu = plan.gpus[key] = GpuMetrics(node=key[0], gpu=key[1])
+            gpu = plan.gpus[key] = GpuMetrics(node=key[0], node_label=node_label(labels)[0], gpu=key[1])
     gpu.uuid = gpu.uuid or labels.get("UUID") or None
     gpu.model = gpu.model or labels.get("modelName") or None
     gpu.pci_bus_id = gpu.pci_bus_id or labels.get("pci_bus_id") or None

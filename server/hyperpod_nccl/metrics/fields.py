@@ -96,6 +96,12 @@ FIELDS: tuple[DcgmField, ...] = (
 BY_KEY = {field.key: field for field in FIELDS}
 
 
+def promql_string(value: str) -> str:
+    """A PromQL double-quoted string literal holding `value` verbatim (label values are data)."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
 def metric_selector(names: tuple[str, ...], matchers: str) -> str:
     """`NAME{matchers}`, or `{__name__=~"A|B",matchers}` for a field with two names."""
     if len(names) == 1:

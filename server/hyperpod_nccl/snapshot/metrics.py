@@ -29,6 +29,7 @@ class MetricQuery(_Model):
 
 class GpuMetrics(_Model):
     node: str = Field(description="The DCGM `Hostname` label, else the node label, else the scrape target.")
+    node_label: str = Field(default="Hostname", description="The label `node` was read from.")
     gpu: str = Field(description="GPU index as dcgm-exporter's `gpu` label gives it.")
     uuid: str | None = None
     model: str | None = None
