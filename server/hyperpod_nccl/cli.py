@@ -15,6 +15,7 @@ from hyperpod_nccl.bundle.cli import add_bundle_arguments, run_bundle
 from hyperpod_nccl.cli_common import EXIT_OK, EXIT_UNUSABLE, UsageError
 from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare_command
 from hyperpod_nccl.diagnose.cli import add_diagnose_arguments, run_diagnose
+from hyperpod_nccl.metrics.cli import add_metrics_arguments, run_metrics
 from hyperpod_nccl.probes.cli import add_probe_arguments, run_probe
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
 from hyperpod_nccl.slurm.cli import add_slurm_arguments, run_slurm
@@ -122,6 +123,12 @@ COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Comman
         "run the read-only node-health probe here (--local) or on sampled cluster nodes over SSM",
         add_probe_arguments,
         run_probe,
+    ),
+    (
+        "metrics",
+        "read DCGM GPU metrics from Prometheus or AMP: hang onset, silent GPUs, throttling, ECC, stragglers",
+        add_metrics_arguments,
+        run_metrics,
     ),
     (
         "slurm",

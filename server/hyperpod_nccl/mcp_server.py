@@ -22,6 +22,7 @@ from hyperpod_nccl import __version__
 from hyperpod_nccl.diagnose.k8s_tool import get_pod_logs, list_pods
 from hyperpod_nccl.diagnose.tool import describe_cluster, list_cluster_nodes, run_diagnostic, scan_cloudwatch
 from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.metrics.tool import query_gpu_metrics
 from hyperpod_nccl.probes.tool import probe_nodes
 from hyperpod_nccl.references import (
     ReferenceIndex,
@@ -117,6 +118,8 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (slurm_status, READ_ONLY_LIVE),
     # The cluster diagnostic: guarded AWS reads (and Kubernetes GETs for run_diagnostic).
     (run_diagnostic, READ_ONLY_LIVE),
+    # Prometheus / AMP query endpoints only (guard/prometheus.py).
+    (query_gpu_metrics, READ_ONLY_LIVE),
     (describe_cluster, READ_ONLY_LIVE),
     (list_cluster_nodes, READ_ONLY_LIVE),
     (scan_cloudwatch, READ_ONLY_LIVE),

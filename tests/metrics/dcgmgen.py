@@ -152,7 +152,11 @@ def _gpu_series(node: str, gpu: int, rng: random.Random) -> dict[str, Sample]:
         if nvlink
         else (lambda t: 0.0),
     }
-    return {name: (lambda f: lambda t: f(t) if alive(t) else None)(f) for name, f in series.items()}
+
+    def silenced(sample: Sample) -> Sample:
+        return lambda t: sample(t) if alive(t) else None
+
+    return {name: silenced(sample) for name, sample in series.items()}
 
 
 def _labels(node_index: int, node: str, gpu: int) -> str:

@@ -96,10 +96,14 @@ def _throttled(view: MetricsView, gpu: GpuView, clocks: dict[int, tuple[GpuView,
         "Thermal reasons point at cooling (fans, airflow, a hot neighbour); HW slowdown and power brake "
         "at the power supply. Confirm on the node; reboot, replace if it persists.",
         evidence=[
-            evidence(gpu, "throttle", f"{count} samples with {', '.join(reasons)}{heat}{_clock_words(gpu, clocks)}")
+            evidence(
+                gpu, "throttle", f"{count} samples with {', '.join(reasons)}{heat}{_clock_words(gpu, clocks)}"
+            )
         ],
         suggested_commands=[
-            confirm_command(view, gpu_selector("throttle", [gpu]), "Shows the reason bitmask (0x08/0x20/0x40/0x80)."),
+            confirm_command(
+                view, gpu_selector("throttle", [gpu]), "Shows the reason bitmask (0x08/0x20/0x40/0x80)."
+            ),
             *on_node_commands(gpu, "PERFORMANCE"),
             *ladder(gpu, "reboot"),  # type: ignore[arg-type]
         ],
@@ -144,7 +148,13 @@ def _slow_clock(view: MetricsView, gpu: GpuView, clocks: dict[int, tuple[GpuView
         reference=CLOCKS,
         detail="No throttle reason explains it in the metrics: check application clocks and the power "
         "supply on the node. One slow GPU sets the pace of the whole job.",
-        evidence=[evidence(gpu, "sm_clock", f"median busy SM clock {own[1]:.0f} MHz, robust z {z:.1f} vs {len(peers)} peers")],
+        evidence=[
+            evidence(
+                gpu,
+                "sm_clock",
+                f"median busy SM clock {own[1]:.0f} MHz, robust z {z:.1f} vs {len(peers)} peers",
+            )
+        ],
         suggested_commands=[
             confirm_command(view, gpu_selector("sm_clock", [gpu]), "Shows the SM clock over the window."),
             *on_node_commands(gpu, "PERFORMANCE,CLOCK"),

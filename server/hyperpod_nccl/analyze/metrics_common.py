@@ -154,7 +154,10 @@ def far_from_peers(value: float, peers: Sequence[float], relative: float) -> tup
 def evidence(gpu: GpuView, field_key: str, text: str) -> Evidence:
     name = BY_KEY[field_key].name if field_key in BY_KEY else "DCGM heartbeat"
     return Evidence(
-        source=f"prometheus:{name}", text=f"{gpu.label}: {text}", node=gpu.data.node, instance_id=gpu.instance_id
+        source=f"prometheus:{name}",
+        text=f"{gpu.label}: {text}",
+        node=gpu.data.node,
+        instance_id=gpu.instance_id,
     )
 
 
@@ -168,7 +171,11 @@ def gpu_selector(field_key: str, gpus: Sequence[GpuView]) -> str:
     matchers = f"{first.node_label}={promql_string(first.node)}"
     indices = sorted({g.data.gpu for g in gpus if g.data.node == first.node})
     if len(gpus) == 1 or len(indices) < 8:
-        matchers += f",gpu=~{promql_string('|'.join(indices))}" if len(indices) > 1 else f",gpu={promql_string(indices[0])}"
+        matchers += (
+            f",gpu=~{promql_string('|'.join(indices))}"
+            if len(indices) > 1
+            else f",gpu={promql_string(indices[0])}"
+        )
     return metric_selector(BY_KEY[field_key].names, matchers)
 
 
@@ -188,7 +195,9 @@ def confirm_command(view: MetricsView, promql: str, why: str) -> SuggestedComman
         permission = "aps:QueryMetrics"
     else:
         command, permission = f"curl -sG {quoted}", None
-    return SuggestedCommand(command=command, why=why, blast_radius=BlastRadius.READ_ONLY, permission=permission)
+    return SuggestedCommand(
+        command=command, why=why, blast_radius=BlastRadius.READ_ONLY, permission=permission
+    )
 
 
 def on_node_commands(gpu: GpuView, nvidia_smi_display: str) -> list[SuggestedCommand]:
@@ -199,7 +208,7 @@ def on_node_commands(gpu: GpuView, nvidia_smi_display: str) -> list[SuggestedCom
         commands.append(
             SuggestedCommand(
                 command=f"hyperpod-nccl probe --cluster {cluster} --region {region} --node {gpu.instance_id}",
-                why="Runs the read-only node-health probe (nvidia-smi -q, Xids in the kernel log) on this node.",
+                why="Runs the read-only node-health probe (nvidia-smi -q, kernel-log Xids) on this node.",
                 blast_radius=BlastRadius.READ_ONLY,
                 permission="ssm:StartSession",
             )
@@ -208,7 +217,7 @@ def on_node_commands(gpu: GpuView, nvidia_smi_display: str) -> list[SuggestedCom
         commands.append(
             SuggestedCommand(
                 command=f"nvidia-smi -q -d {nvidia_smi_display} -i {gpu.data.gpu}",
-                why=f"On {gpu.data.node} itself (a shell on the node): what the driver reports for this GPU now.",
+                why=f"In a shell on {gpu.data.node}: what the driver reports for this GPU now.",
                 blast_radius=BlastRadius.READ_ONLY,
                 permission="a shell on the node",
             )

@@ -30,10 +30,16 @@ CHECKS: tuple[tuple[str, tuple[str, ...]], ...] = (
 def _series_check(view: MetricsView) -> SuggestedCommand:
     base = view.snapshot.query_url or "http://<prometheus>:9090"
     match = "{__name__=~" + '"' + "|".join(HEARTBEAT_NAMES) + '"}'
-    argv = [f"{base}/api/v1/series", "--data-urlencode", f"match[]={match}", "-d", f"start={view.snapshot.start}"]
+    argv = [
+        f"{base}/api/v1/series",
+        "--data-urlencode",
+        f"match[]={match}",
+        "-d",
+        f"start={view.snapshot.start}",
+    ]
     return SuggestedCommand(
         command="curl -sG " + " ".join(shlex.quote(a) for a in argv),
-        why="Lists the DCGM series Prometheus holds; empty means dcgm-exporter is not scraped (or relabelled).",
+        why="Lists the DCGM series Prometheus holds; empty: dcgm-exporter is not scraped (or relabelled).",
         blast_radius=BlastRadius.READ_ONLY,
     )
 
@@ -54,7 +60,7 @@ def _no_series(view: MetricsView) -> Finding:
         id="metrics.coverage.no_dcgm_series",
         status=Status.WARN,
         priority=Priority.P1,
-        title=f"No DCGM series in {view.snapshot.window_note or view.window()}: the GPU metric checks did not run",
+        title=f"No DCGM series in {view.snapshot.window_note or view.window()}: GPU checks did not run",
         reference=SETUP,
         detail="Prometheus answered, but holds no dcgm-exporter series for the window"
         + (f" and node {view.snapshot.node_filter}" if view.snapshot.node_filter else "")
@@ -73,13 +79,15 @@ def analyze_metrics_coverage(snapshot: Snapshot) -> list[Finding]:
     findings = []
     missing = [(check, keys) for check, keys in CHECKS if not any(view.exported(key) for key in keys)]
     if missing:
-        names = sorted({BY_KEY[k].name if k in BY_KEY else "DCGM_FI_DEV_GPU_UTIL" for _, keys in missing for k in keys})
+        names = sorted(
+            {BY_KEY[k].name if k in BY_KEY else "DCGM_FI_DEV_GPU_UTIL" for _, keys in missing for k in keys}
+        )
         findings.append(
             Finding(
                 id="metrics.coverage.fields_missing",
                 status=Status.INFO,
                 title=f"Not checked (fields not exported): {', '.join(check for check, _ in missing)}",
-                detail=f"Add them to dcgm-exporter's counters CSV to enable these checks: {', '.join(names)}.",
+                detail=f"Add them to dcgm-exporter's counters CSV to enable the checks: {', '.join(names)}.",
             )
         )
     if view.snapshot.cut:
@@ -97,7 +105,7 @@ def analyze_metrics_coverage(snapshot: Snapshot) -> list[Finding]:
         Finding(
             id="metrics.coverage.window",
             status=Status.INFO,
-            title=f"GPU metrics: {len(view.gpus)} GPUs on {len({g.data.node for g in view.gpus})} nodes, "
+            title=f"GPU metrics: {len(view.gpus)} GPUs on {len({g.data.node for g in view.gpus})} node(s), "
             f"{view.window()} every {view.snapshot.step_s} s ({view.snapshot.source})",
             detail=view.snapshot.window_note,
         )

@@ -90,7 +90,9 @@ _RULES = (
 )  # fmt: skip
 
 
-def _finding(view: MetricsView, gpu: GpuView, rule: Rule, growth: dict[str, tuple[float, float, int | None]]) -> Finding:
+def _finding(
+    view: MetricsView, gpu: GpuView, rule: Rule, growth: dict[str, tuple[float, float, int | None]]
+) -> Finding:
     rises = [v[2] for v in growth.values() if v[2] is not None]
     since = f" from {view.at(min(rises), coarse=True)}" if rises else ""
     values = ", ".join(f"{key} +{g:g} (now {last:g})" for key, (g, last, _) in growth.items())

@@ -138,7 +138,8 @@ def analyze_metrics_hang(snapshot: Snapshot) -> list[Finding]:
             suggested_commands=[
                 confirm_command(
                     view,
-                    f"{gpu_selector('util', [first.gpu])} and on(gpu) {gpu_selector(first.activity_key, [first.gpu])} "
+                    f"{gpu_selector('util', [first.gpu])} and on(gpu) "
+                    f"{gpu_selector(first.activity_key, [first.gpu])} "
                     f"< {IDLE_SM_ACTIVE if first.activity_key == 'sm_active' else IDLE_TENSOR_ACTIVE}",
                     "Shows the pinned utilisation while the SMs idle, on the first GPU.",
                 ),

@@ -38,7 +38,9 @@ def _maximum(view: MetricsView, gpu: GpuView, own_key: str, max_key: str) -> flo
     declared = max((v for v in gpu.coarse(max_key) or [] if v is not None), default=None)
     if declared:
         return declared
-    peers = [v for other in view.gpus if other.data.model == gpu.data.model for v in other.fine(own_key) or [] if v]
+    peers = [
+        v for other in view.gpus if other.data.model == gpu.data.model for v in other.fine(own_key) or [] if v
+    ]
     return max(peers, default=None)
 
 
@@ -71,8 +73,8 @@ def analyze_metrics_pcie(snapshot: Snapshot) -> list[Finding]:
                 priority=Priority.P1,
                 title=f"{gpu.label} PCIe link downgraded: {'; '.join(downgrades)}",
                 reference=PCIE,
-                detail="Host-device and GPUDirect RDMA traffic through this link runs at a fraction of its "
-                "speed, and the job with it. A reseat or a board fault: reboot once, replace if it trains low again.",
+                detail="Host-device and GPUDirect RDMA traffic over this link runs at a fraction of its "
+                "speed, and the job with it. Reseat or board fault: reboot, replace if it trains low again.",
                 evidence=[evidence(gpu, "pcie_width", "; ".join(downgrades))],
                 suggested_commands=[
                     confirm_command(

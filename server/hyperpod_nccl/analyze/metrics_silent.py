@@ -61,7 +61,9 @@ def silent_gpus(view: MetricsView) -> list[Silence]:
         return []
     freshest = max(last.values())
     threshold = max(MIN_SILENCE_S, SILENCE_STEPS * view.snapshot.step_s)
-    silent = [Silence(gpu, seen, _last_xid(gpu)) for gpu, seen in last.items() if freshest - seen >= threshold]
+    silent = [
+        Silence(gpu, seen, _last_xid(gpu)) for gpu, seen in last.items() if freshest - seen >= threshold
+    ]
     return sorted(silent, key=lambda s: (s.last_sample, s.gpu.data.node, s.gpu.data.gpu))
 
 
@@ -109,10 +111,17 @@ def _node_silent(view: MetricsView, node: str, silences: list[Silence]) -> Findi
         title=f"All {len(silences)} GPUs of {node} stopped reporting at {iso_seconds(first.last_sample)}",
         reference=SILENT_GPU,
         detail="Every GPU of the node went quiet at once: the exporter or the node itself stopped "
-        f"(node down, rebooted, replaced, or dcgm-exporter crashed). {_xid_words(xids[-1] if xids else None)}.",
-        evidence=capped([evidence(s.gpu, "last_seen", f"last sample {iso_seconds(s.last_sample)}") for s in silences]),
+        "(node down, rebooted, replaced, or dcgm-exporter crashed). "
+        f"{_xid_words(xids[-1] if xids else None)}.",
+        evidence=capped(
+            [evidence(s.gpu, "last_seen", f"last sample {iso_seconds(s.last_sample)}") for s in silences]
+        ),
         suggested_commands=[
-            confirm_command(view, f"timestamp({gpu_selector('util', [s.gpu for s in silences])})", "Shows when each GPU's samples end."),
+            confirm_command(
+                view,
+                f"timestamp({gpu_selector('util', [s.gpu for s in silences])})",
+                "Shows when each GPU's samples end.",
+            ),
             *ladder(gpu, "investigate"),  # type: ignore[arg-type]
         ],
         **scope_of([s.gpu for s in silences]),

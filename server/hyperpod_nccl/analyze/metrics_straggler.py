@@ -15,7 +15,6 @@ import statistics
 from hyperpod_nccl.analyze.metrics_common import (
     BUSY_UTIL,
     MIN_PEERS,
-    GpuView,
     MetricsView,
     capped,
     confirm_command,
@@ -76,7 +75,9 @@ def _outliers(view: MetricsView) -> dict[int, list[tuple[str, float, float]]]:
         by_gpu = {id(gpu): gpu for gpu in view.gpus}
         for gpu_id, value in values.items():
             model = by_gpu[gpu_id].data.model
-            peers = [v for other, v in values.items() if other != gpu_id and by_gpu[other].data.model == model]
+            peers = [
+                v for other, v in values.items() if other != gpu_id and by_gpu[other].data.model == model
+            ]
             if len(peers) < MIN_PEERS:
                 continue
             outlier, centre, _ = far_from_peers(value, peers, RELATIVE_GAP)
@@ -115,7 +116,16 @@ def analyze_metrics_straggler(snapshot: Snapshot) -> list[Finding]:
                 "every rank waits for the slowest. Check its throttling, PCIe and error findings; if none "
                 "explains it, drain it and compare with nccl-tests.",
                 evidence=capped(
-                    [evidence(gpu, key, "; ".join(f"{n} {_fmt(n, v)} (peers {_fmt(n, c)})" for n, v, c in outliers[id(gpu)])) for gpu in gpus]
+                    [
+                        evidence(
+                            gpu,
+                            key,
+                            "; ".join(
+                                f"{n} {_fmt(n, v)} (peers {_fmt(n, c)})" for n, v, c in outliers[id(gpu)]
+                            ),
+                        )
+                        for gpu in gpus
+                    ]
                 ),
                 suggested_commands=[
                     confirm_command(
@@ -133,7 +143,7 @@ def analyze_metrics_straggler(snapshot: Snapshot) -> list[Finding]:
             Finding(
                 id="metrics.job.no_straggler",
                 status=Status.PASS,
-                title=f"No straggler: {len(view.gpus)} GPUs' utilisation and memory bandwidth agree while the job runs",
+                title=f"No straggler: {len(view.gpus)} GPUs' utilisation and memory bandwidth agree",
             )
         )
     return findings

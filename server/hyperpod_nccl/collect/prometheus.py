@@ -177,7 +177,8 @@ def _decode(status: int, headers: httpx.Headers, body: bytes, path: str, permiss
     except ValueError:
         raise PrometheusError(
             "error",
-            f"{path}: HTTP {status}, not a Prometheus answer: {_printable(body[:200].decode('utf-8', 'replace'))!r}",
+            f"{path}: HTTP {status}, not a Prometheus answer: "
+            f"{_printable(body[:200].decode('utf-8', 'replace'))!r}",
         ) from None
     if not isinstance(envelope, dict) or envelope.get("status") not in ("success", "error"):
         raise PrometheusError("error", f"{path}: HTTP {status}, the answer has no Prometheus status field")

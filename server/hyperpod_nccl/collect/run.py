@@ -49,6 +49,8 @@ class DiagnoseOptions(BaseModel):
     kubeconfig: str | None = None
     context: str | None = None
     concurrency: int = Field(default=DEFAULT_CONCURRENCY, ge=1, le=32)
+    prometheus: str | None = Field(default=None, description="Prometheus URL with DCGM series.")
+    amp_workspace: str | None = Field(default=None, description="AMP workspace with DCGM series.")
 
 
 @dataclass

@@ -15,6 +15,8 @@ from hyperpod_nccl.models import Category, Finding, Priority, RootCause, Status
 _CAUSES: tuple[tuple[str, Category], ...] = (
     ("cloudwatch.xid", Category.GPU_HARDWARE),
     ("node.gpu.", Category.GPU_HARDWARE),
+    ("metrics.gpu.", Category.GPU_HARDWARE),
+    ("metrics.node.stopped_reporting", Category.INFRASTRUCTURE),
     ("hyperpod.cluster.status", Category.INFRASTRUCTURE),
     ("hyperpod.nodes.failed", Category.INFRASTRUCTURE),
     ("k8s.node.", Category.INFRASTRUCTURE),

@@ -18,6 +18,7 @@ from hyperpod_nccl.cli_common import UsageError, checked, emit_report
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, InstanceId, JobName, Namespace, Region
+from hyperpod_nccl.metrics.cli import add_source_arguments, source_from
 from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot
 
 EXIT_FATAL = 1
@@ -43,6 +44,8 @@ def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--context", metavar="NAME", help="kubeconfig context")
     parser.add_argument("--concurrency", type=int, default=4, help="AWS calls in flight (default 4)")
+    # GPU metrics over the --since window; alone (no --cluster) they are the whole diagnostic.
+    add_source_arguments(parser, required=False)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_compare_argument(parser)
 
@@ -63,9 +66,12 @@ def _options(args: argparse.Namespace) -> Any:
     region = args.region or arn_region or os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")
     if not region:
         raise UsageError("a region is required: pass --region or set AWS_DEFAULT_REGION")
+    source = source_from(args)
     try:
         parse_window(args.since)
         return DiagnoseOptions(
+            prometheus=source.prometheus if source else None,
+            amp_workspace=source.amp_workspace if source else None,
             cluster=_checked(ClusterName, args.cluster),
             region=_checked(Region, region),
             namespace=_checked(Namespace, args.namespace),
@@ -132,15 +138,41 @@ def _load(directory: Path) -> Snapshot:
         raise UsageError(f"{path} is not a valid snapshot: {error.errors()[0]['msg']}") from None
 
 
+def _with_metrics(args: argparse.Namespace, snapshot: Snapshot | None) -> Snapshot:
+    """Adds the GPU metrics of --prometheus / --amp-workspace to a snapshot read on this host (or
+    makes a snapshot of them alone), and saves the bundle with them."""
+    from hyperpod_nccl.metrics.service import MetricsOptions, choose_window, metrics_snapshot
+
+    source = source_from(args)
+    if source is None:
+        assert snapshot is not None
+        return snapshot
+    try:
+        window = choose_window(since=args.since)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    metrics = redact_model(metrics_snapshot(MetricsOptions(source=source), window))
+    if snapshot is None:
+        snapshot = metrics
+    else:
+        snapshot.metrics = metrics.metrics
+        snapshot.collection_issues += metrics.collection_issues
+    if args.save_bundle:
+        print(f"hyperpod-nccl: snapshot saved to {snapshot.save(args.save_bundle)}", file=sys.stderr)
+    return snapshot
+
+
 def run_diagnose(args: argparse.Namespace) -> int:
     from hyperpod_nccl.diagnose.service import diagnose
 
     if args.bundle or args.cluster:
         snapshot = _load(args.bundle) if args.bundle else _collect(args)
-    else:
+    elif args.orchestrator == "slurm" or not (args.prometheus or args.amp_workspace):
         from hyperpod_nccl.slurm.cli import slurm_snapshot_here
 
-        snapshot = slurm_snapshot_here(args)
+        snapshot = _with_metrics(args, slurm_snapshot_here(args))
+    else:
+        snapshot = _with_metrics(args, None)
     if snapshot is None:
         return EXIT_FATAL
     report = diagnose(snapshot)

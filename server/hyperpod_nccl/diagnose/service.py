@@ -64,7 +64,14 @@ async def collect_snapshot_async(
         run.aws.hyperpod.orchestrator if run.aws.hyperpod else None
     )
     async with anyio.create_task_group() as group:
-        for step in (_nodes_and_probes, _events, _security_groups, _cloudwatch, _orchestrator_side):
+        for step in (
+            _nodes_and_probes,
+            _events,
+            _security_groups,
+            _cloudwatch,
+            _orchestrator_side,
+            _gpu_metrics,
+        ):
             group.start_soon(step, run)
     # Steps finish in any order; sorted, the same cluster state always saves the same bundle.
     run.snapshot.collection_issues.sort(key=lambda issue: (issue.source, issue.kind, issue.message))
@@ -189,6 +196,28 @@ async def _orchestrator_side(run: CollectionRun) -> None:
         await orchestrators.collect_eks(run)
     elif run.snapshot.orchestrator == "slurm":
         await orchestrators.collect_slurm(run)
+
+
+async def _gpu_metrics(run: CollectionRun) -> None:
+    """DCGM history over the same window as events and CloudWatch, when a source was given."""
+    from hyperpod_nccl.metrics.service import MetricsOptions, MetricsSource, collect_metrics
+    from hyperpod_nccl.metrics.window import Window
+
+    options = run.options
+    if not (options.prometheus or options.amp_workspace):
+        return
+    source = MetricsSource(
+        prometheus=options.prometheus,
+        amp_workspace=options.amp_workspace,
+        region=options.region if options.amp_workspace else None,
+    )
+    window = Window(int(run.start.timestamp()), int(run.end.timestamp()), f"the last {options.since}")
+    run.progress(f"GPU metrics: querying {source.label}", 0, None)
+    metrics, issues = await run.call(
+        lambda: collect_metrics(MetricsOptions(source=source), window, session=run.session)
+    )
+    run.snapshot.metrics = metrics
+    run.record(*issues)
 
 
 def _iso(moment: datetime) -> str:

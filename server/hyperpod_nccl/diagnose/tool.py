@@ -21,6 +21,7 @@ from hyperpod_nccl.collect import cloudwatch, hyperpod
 from hyperpod_nccl.collect.aws import AwsClients, AwsPrerequisiteError, issue_for
 from hyperpod_nccl.collect.run import DiagnoseOptions, parse_window
 from hyperpod_nccl.diagnose.service import collect_snapshot_async, diagnose
+from hyperpod_nccl.guard.prometheus import AmpWorkspaceId, PrometheusUrl
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, ExistingPath, InstanceId, JobName, Namespace, Region
 from hyperpod_nccl.models import Finding, Report, RootCause, SkippedInput, Summary
@@ -249,6 +250,8 @@ async def run_diagnostic(
     save_bundle: Annotated[str | None, Field(description="Directory to write the snapshot to.")] = None,
     kubeconfig: ExistingPath | None = None,
     context: KubeContext | None = None,
+    prometheus: PrometheusUrl | None = None,
+    amp_workspace: AmpWorkspaceId | None = None,
 ) -> DiagnosticResult:
     """Run the full read-only HyperPod cluster diagnostic, live or from a saved bundle.
 
@@ -257,7 +260,9 @@ async def run_diagnostic(
     (pods, events, NetworkPolicies, NCCL env, pod logs) or Slurm, sampled on-node probes and
     CloudWatch. Live: give `cluster` and `region` (scope with `namespace` / `job`). Offline: give
     `bundle` (a directory written with `save_bundle` or `diagnose --save-bundle`). Kubernetes
-    access comes from the EKS cluster itself unless `kubeconfig` / `context` are given. Returns the
+    access comes from the EKS cluster itself unless `kubeconfig` / `context` are given. With
+    `prometheus` (a URL) or `amp_workspace`, the window's DCGM GPU metrics are checked too (hang
+    onset, silent GPUs, throttling, PCIe, ECC, stragglers). Returns the
     FAIL/WARN/INFO findings with ids, references and suggested commands (run none yourself:
     show them to the user), the passed checks by title, and what could not be collected.
     Progress is reported while it runs; a large cluster can take minutes.
@@ -278,6 +283,8 @@ async def run_diagnostic(
             since=since,
             kubeconfig=kubeconfig,
             context=context,
+            prometheus=prometheus,
+            amp_workspace=amp_workspace,
         )
         snapshot = redact_model(await _collect_live(ctx, options))
         if save_bundle:

@@ -33,7 +33,8 @@ def slurm_snapshot_here(args: argparse.Namespace) -> Snapshot:
     """`diagnose --orchestrator slurm` without --cluster/--bundle: Slurm on this host, no AWS."""
     if args.orchestrator != "slurm":
         raise UsageError(
-            "pass --cluster NAME (live) or --bundle DIR; or --orchestrator slurm on a Slurm node"
+            "pass --cluster NAME (live), --bundle DIR or --prometheus URL; "
+            "or --orchestrator slurm on a Slurm node"
         )
     try:
         job = checked(SlurmJobId, args.job) if args.job else None
