@@ -15,6 +15,7 @@ from hyperpod_nccl.guard.aws import (
     make_client,
     make_read_only_hook,
 )
+from hyperpod_nccl.guard.prometheus import amp_iam_actions
 from tests.servers.moto_server import MotoServer, start_moto_server
 
 READ_PREFIXES = ("Describe", "List", "Get")
@@ -119,4 +120,7 @@ def test_iam_actions_are_derived_from_the_allowlist() -> None:
     assert "sagemaker:ListClusterNodes" in actions
     assert "ssm:StartSession" in actions
     assert "ssm:SendCommand" not in actions
-    assert len(actions) == sum(map(len, READ_OPERATIONS.values())) + 2
+    assert {"aps:QueryMetrics", "aps:GetSeries"} <= set(
+        actions
+    )  # the Prometheus reader's (guard/prometheus.py)
+    assert len(actions) == sum(map(len, READ_OPERATIONS.values())) + 2 + len(amp_iam_actions())
