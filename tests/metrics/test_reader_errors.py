@@ -264,3 +264,26 @@ def test_snapshot_round_trips(tmp_path: Any) -> None:
         snapshot = metrics_snapshot(MetricsOptions(source=MetricsSource(prometheus=URL)), WINDOW)
     snapshot.save(tmp_path)
     assert Snapshot.load(tmp_path) == snapshot
+
+
+def test_confirmations_for_amp_are_signed_reads_with_the_window_in_the_url() -> None:
+    from hyperpod_nccl.analyze.metrics_common import confirm_command, metrics_view
+    from hyperpod_nccl.snapshot.metrics import MetricsSnapshot
+
+    base = "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1"
+    metrics = MetricsSnapshot(
+        source="amp ws-1 (us-west-2)",
+        query_url=base,
+        start=WINDOW.start,
+        end=WINDOW.end,
+        step_s=30,
+        coarse_step_s=150,
+    )
+    view = metrics_view(Snapshot(collected_at="2026-03-02T12:00:00Z", metrics=metrics))
+    assert view is not None
+    command = confirm_command(view, 'DCGM_FI_DEV_GPU_UTIL{Hostname="n1"}', "why")
+    assert command.command.startswith(
+        f"awscurl --service aps --region us-west-2 '{base}/api/v1/query_range?query="
+    )
+    assert f"start={WINDOW.start}&end={WINDOW.end}&step=30s'" in command.command
+    assert command.permission == "aps:QueryMetrics"

@@ -160,3 +160,19 @@ def test_the_window_of_a_triage_report(prometheus: LocalPrometheus, tmp_path: Pa
     [window] = [f for f in report["findings"] if f["id"] == "metrics.coverage.window"]
     assert "2026-03-02T10:55:00Z to 2026-03-02T11:35:00Z" in window["title"]
     assert any(f["id"] == "metrics.hang.signature" for f in report["findings"])
+
+
+def test_node_matchers_match_names_with_dots_and_colons_literally(prometheus: LocalPrometheus) -> None:
+    from hyperpod_nccl.collect.dcgm import node_matcher
+    from hyperpod_nccl.collect.prometheus import PrometheusReader
+
+    with PrometheusReader(prometheus.url) as reader:
+        exact = reader.instant(
+            f"count(DCGM_FI_DEV_GPU_UTIL{{{node_matcher('instance', ['10.1.3.10:9400'])}}})", FIXTURE.end
+        )
+        # A dot must not match any character: "10.1.3.1." would match 10.1.3.10 as a regex.
+        loose = reader.instant(
+            f"count(DCGM_FI_DEV_GPU_UTIL{{{node_matcher('instance', ['10.1.3.1.:9400'])}}})", FIXTURE.end
+        )
+    assert exact[0]["value"][1] == "8"
+    assert loose == []

@@ -13,7 +13,9 @@ import shlex
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
+from hyperpod_nccl.guard.prometheus import READ_PATHS
 from hyperpod_nccl.metrics.fields import BY_KEY, metric_selector, promql_string
 from hyperpod_nccl.metrics.window import iso_seconds
 from hyperpod_nccl.models import BlastRadius, Evidence, SuggestedCommand
@@ -179,25 +181,36 @@ def gpu_selector(field_key: str, gpus: Sequence[GpuView]) -> str:
     return metric_selector(BY_KEY[field_key].names, matchers)
 
 
-def confirm_command(view: MetricsView, promql: str, why: str) -> SuggestedCommand:
-    """The read-only HTTP query that shows the same samples, with the window and step filled in."""
+def http_read_command(view: MetricsView, path: str, params: dict[str, str], why: str) -> SuggestedCommand:
+    """A read of the Prometheus API the user can run: curl for a Prometheus URL, awscurl (SigV4,
+    service `aps`) for Amazon Managed Prometheus. Every value is one shell-quoted word."""
     snapshot = view.snapshot
-    base = snapshot.query_url or "http://<prometheus>:9090"
-    arguments = [
-        f"{base}/api/v1/query_range",
-        "--data-urlencode", f"query={promql}",
-        "-d", f"start={snapshot.start}", "-d", f"end={snapshot.end}", "-d", f"step={snapshot.step_s}s",
-    ]  # fmt: skip
-    quoted = " ".join(shlex.quote(argument) for argument in arguments)
+    url = f"{snapshot.query_url or 'http://<prometheus>:9090'}{path}"
     if snapshot.source.startswith("amp "):
         region = snapshot.source.rsplit("(", 1)[-1].rstrip(")")
-        command = f"awscurl --service aps --region {shlex.quote(region)} -G {quoted}"
-        permission = "aps:QueryMetrics"
+        signed_url = shlex.quote(f"{url}?{urlencode(params)}")
+        command = f"awscurl --service aps --region {shlex.quote(region)} {signed_url}"
+        permission: str | None = READ_PATHS[path]
     else:
-        command, permission = f"curl -sG {quoted}", None
+        words = [url]
+        for name, value in params.items():
+            words += ["--data-urlencode", f"{name}={value}"]
+        command, permission = "curl -sG " + " ".join(shlex.quote(word) for word in words), None
     return SuggestedCommand(
         command=command, why=why, blast_radius=BlastRadius.READ_ONLY, permission=permission
     )
+
+
+def confirm_command(view: MetricsView, promql: str, why: str) -> SuggestedCommand:
+    """The range query that shows the same samples, with the window and step filled in."""
+    snapshot = view.snapshot
+    params = {
+        "query": promql,
+        "start": str(snapshot.start),
+        "end": str(snapshot.end),
+        "step": f"{snapshot.step_s}s",
+    }
+    return http_read_command(view, "/api/v1/query_range", params, why)
 
 
 def on_node_commands(gpu: GpuView, nvidia_smi_display: str) -> list[SuggestedCommand]:

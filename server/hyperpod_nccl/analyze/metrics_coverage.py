@@ -4,11 +4,9 @@ never read as "healthy"."""
 
 from __future__ import annotations
 
-import shlex
-
-from hyperpod_nccl.analyze.metrics_common import MetricsView, metrics_view
+from hyperpod_nccl.analyze.metrics_common import MetricsView, http_read_command, metrics_view
 from hyperpod_nccl.metrics.fields import BY_KEY, HEARTBEAT_NAMES
-from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.models import Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 
 SETUP = "gpu-metrics.md § 1"
@@ -28,20 +26,10 @@ CHECKS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 def _series_check(view: MetricsView) -> SuggestedCommand:
-    base = view.snapshot.query_url or "http://<prometheus>:9090"
     match = "{__name__=~" + '"' + "|".join(HEARTBEAT_NAMES) + '"}'
-    argv = [
-        f"{base}/api/v1/series",
-        "--data-urlencode",
-        f"match[]={match}",
-        "-d",
-        f"start={view.snapshot.start}",
-    ]
-    return SuggestedCommand(
-        command="curl -sG " + " ".join(shlex.quote(a) for a in argv),
-        why="Lists the DCGM series Prometheus holds; empty: dcgm-exporter is not scraped (or relabelled).",
-        blast_radius=BlastRadius.READ_ONLY,
-    )
+    params = {"match[]": match, "start": str(view.snapshot.start), "end": str(view.snapshot.end)}
+    why = "Lists the DCGM series Prometheus holds; empty: dcgm-exporter is not scraped (or relabelled)."
+    return http_read_command(view, "/api/v1/series", params, why)
 
 
 def _no_series(view: MetricsView) -> Finding:

@@ -68,7 +68,7 @@ def label_value(value: object) -> str:
 
 def node_label(labels: dict[str, str]) -> tuple[str, str]:
     """(label, node name): the DCGM `Hostname`, unless it is the exporter's own pod name; then a
-    Kubernetes node label; else the scrape target without its port."""
+    Kubernetes node label; else the scrape target as is (matchers must use the exact value)."""
     hostname = labels.get("Hostname", "")
     if hostname and not _EXPORTER_POD.match(hostname):
         return "Hostname", hostname
@@ -77,8 +77,7 @@ def node_label(labels: dict[str, str]) -> tuple[str, str]:
             return name, labels[name]
     if hostname:
         return "Hostname", hostname
-    target = labels.get("instance", "")
-    return "instance", target.rsplit(":", 1)[0] if target.count(":") == 1 else target or "unknown"
+    return "instance", labels.get("instance") or "unknown"
 
 
 def gpu_key(labels: dict[str, str]) -> tuple[str, str]:

@@ -200,17 +200,23 @@ async def _orchestrator_side(run: CollectionRun) -> None:
 
 async def _gpu_metrics(run: CollectionRun) -> None:
     """DCGM history over the same window as events and CloudWatch, when a source was given."""
+    from pydantic import ValidationError
+
     from hyperpod_nccl.metrics.service import MetricsOptions, MetricsSource, collect_metrics
     from hyperpod_nccl.metrics.window import Window
 
     options = run.options
     if not (options.prometheus or options.amp_workspace):
         return
-    source = MetricsSource(
-        prometheus=options.prometheus,
-        amp_workspace=options.amp_workspace,
-        region=options.region if options.amp_workspace else None,
-    )
+    try:
+        source = MetricsSource(
+            prometheus=options.prometheus,
+            amp_workspace=options.amp_workspace,
+            region=options.region if options.amp_workspace else None,
+        )
+    except ValidationError as error:
+        run.record(skipped("prometheus", error.errors()[0]["msg"].removeprefix("Value error, ")))
+        return
     window = Window(int(run.start.timestamp()), int(run.end.timestamp()), f"the last {options.since}")
     run.progress(f"GPU metrics: querying {source.label}", 0, None)
     metrics, issues = await run.call(

@@ -11,12 +11,16 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from hyperpod_nccl.cli_common import EXIT_UNUSABLE, UsageError, emit_report
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 from hyperpod_nccl.guard.redact import redact_model
+
+if TYPE_CHECKING:
+    from hyperpod_nccl.metrics.service import MetricsSource
 
 
 def add_source_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -46,7 +50,7 @@ def add_metrics_arguments(parser: argparse.ArgumentParser) -> None:
     add_compare_argument(parser)
 
 
-def source_from(args: argparse.Namespace) -> object:
+def source_from(args: argparse.Namespace) -> MetricsSource | None:
     """The validated MetricsSource of --prometheus / --amp-workspace, or None when neither."""
     from hyperpod_nccl.metrics.service import MetricsSource
 
