@@ -9,14 +9,16 @@ a GPU whose SM clock while busy is far below its peers' is slow whatever the mas
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hyperpod_nccl.analyze.metrics_common import (
     BUSY_UTIL,
-    MIN_PEERS,
+    Crowd,
     GpuView,
     MetricsView,
     confirm_command,
+    crowds,
     evidence,
-    far_from_peers,
     gpu_selector,
     median_of,
     metrics_view,
@@ -34,6 +36,7 @@ FAULT_REASONS = {
     0x40: "HW thermal slowdown",
     0x80: "HW power brake",
 }
+_ANY_FAULT = sum(FAULT_REASONS)
 # Two consecutive 30 s samples is a minute of slowdown: enough to matter to a synchronous job.
 MIN_THROTTLED_SAMPLES = 2
 # H100/A100 slow down around 85-90 C; sustained readings at or above this are a cooling problem.
@@ -50,7 +53,7 @@ def _reasons(gpu: GpuView) -> tuple[list[str], int, int | None]:
     seen: set[str] = set()
     count, first = 0, None
     for index, value in enumerate(mask):
-        if value is None:
+        if not value or not int(value) & _ANY_FAULT:
             continue
         bits = [name for bit, name in FAULT_REASONS.items() if int(value) & bit]
         if bits:
@@ -67,20 +70,29 @@ def _busy_clock(gpu: GpuView) -> float | None:
     return median_of(c for u, c in zip(util, clock, strict=True) if u is not None and u >= BUSY_UTIL)
 
 
-def _peer_clocks(view: MetricsView) -> dict[int, tuple[GpuView, float]]:
-    return {id(gpu): (gpu, clock) for gpu in view.gpus if (clock := _busy_clock(gpu)) is not None}
+@dataclass(frozen=True)
+class Clocks:
+    busy: dict[int, float]
+    crowds: dict[str | None, Crowd]
+
+    @classmethod
+    def of(cls, view: MetricsView) -> Clocks:
+        busy = {id(gpu): (gpu, clock) for gpu in view.gpus if (clock := _busy_clock(gpu)) is not None}
+        return cls({key: clock for key, (_, clock) in busy.items()}, crowds(busy.values()))
+
+    def compared(self, gpu: GpuView) -> tuple[float, Crowd] | None:
+        own, crowd = self.busy.get(id(gpu)), self.crowds.get(gpu.data.model)
+        return None if own is None or crowd is None else (own, crowd)
 
 
-def _clock_words(gpu: GpuView, clocks: dict[int, tuple[GpuView, float]]) -> str:
-    own = clocks.get(id(gpu))
-    peers = [c for g, c in clocks.values() if g.data.model == gpu.data.model and g is not gpu]
-    if own is None or len(peers) < MIN_PEERS:
+def _clock_words(gpu: GpuView, clocks: Clocks) -> str:
+    if (compared := clocks.compared(gpu)) is None:
         return ""
-    _, centre, _ = far_from_peers(own[1], peers, CLOCK_SHORTFALL)
-    return f"; busy SM clock {own[1]:.0f} MHz vs peers' {centre:.0f} MHz"
+    own, crowd = compared
+    return f"; busy SM clock {own:.0f} MHz vs peers' {crowd.centre:.0f} MHz"
 
 
-def _throttled(view: MetricsView, gpu: GpuView, clocks: dict[int, tuple[GpuView, float]]) -> Finding | None:
+def _throttled(view: MetricsView, gpu: GpuView, clocks: Clocks) -> Finding | None:
     reasons, count, first = _reasons(gpu)
     if count < MIN_THROTTLED_SAMPLES or first is None:
         return None
@@ -132,19 +144,19 @@ def _hot(view: MetricsView, gpu: GpuView) -> Finding | None:
     )
 
 
-def _slow_clock(view: MetricsView, gpu: GpuView, clocks: dict[int, tuple[GpuView, float]]) -> Finding | None:
-    own = clocks.get(id(gpu))
-    peers = [c for g, c in clocks.values() if g.data.model == gpu.data.model and g is not gpu]
-    if own is None or len(peers) < MIN_PEERS:
+def _slow_clock(view: MetricsView, gpu: GpuView, clocks: Clocks) -> Finding | None:
+    if (compared := clocks.compared(gpu)) is None:
         return None
-    outlier, centre, z = far_from_peers(own[1], peers, CLOCK_SHORTFALL)
-    if not outlier or own[1] > centre:
+    own, crowd = compared
+    outlier, z = crowd.judge(own, CLOCK_SHORTFALL)
+    centre = crowd.centre
+    if not outlier or own > centre:
         return None
     return Finding(
         id="metrics.gpu.sm_clock_low",
         status=Status.FAIL,
         priority=Priority.P1,
-        title=f"{gpu.label} runs its SMs at {own[1]:.0f} MHz while busy, its peers at {centre:.0f} MHz",
+        title=f"{gpu.label} runs its SMs at {own:.0f} MHz while busy, its peers at {centre:.0f} MHz",
         reference=CLOCKS,
         detail="No throttle reason explains it in the metrics: check application clocks and the power "
         "supply on the node. One slow GPU sets the pace of the whole job.",
@@ -152,7 +164,7 @@ def _slow_clock(view: MetricsView, gpu: GpuView, clocks: dict[int, tuple[GpuView
             evidence(
                 gpu,
                 "sm_clock",
-                f"median busy SM clock {own[1]:.0f} MHz, robust z {z:.1f} vs {len(peers)} peers",
+                f"median busy SM clock {own:.0f} MHz, robust z {z:.1f} vs {crowd.size} GPUs",
             )
         ],
         suggested_commands=[
@@ -163,19 +175,12 @@ def _slow_clock(view: MetricsView, gpu: GpuView, clocks: dict[int, tuple[GpuView
     )
 
 
-def _power_limit(view: MetricsView, gpu: GpuView) -> Finding | None:
+def _power_limit(view: MetricsView, gpu: GpuView, typical_limits: dict[str | None, Crowd]) -> Finding | None:
     own = max((v for v in gpu.coarse("power_limit") or [] if v is not None), default=None)
-    peers = [
-        limit
-        for other in view.gpus
-        if other is not gpu and other.data.model == gpu.data.model
-        if (limit := max((v for v in other.coarse("power_limit") or [] if v is not None), default=None))
-    ]
-    if own is None or len(peers) < MIN_PEERS:
+    crowd = typical_limits.get(gpu.data.model)
+    if own is None or crowd is None or own >= crowd.centre * (1 - POWER_LIMIT_SHORTFALL):
         return None
-    typical = sorted(peers)[len(peers) // 2]
-    if own >= typical * (1 - POWER_LIMIT_SHORTFALL):
-        return None
+    typical = crowd.centre
     return Finding(
         id="metrics.gpu.power_limit_low",
         status=Status.WARN,
@@ -194,13 +199,18 @@ def analyze_metrics_clocks(snapshot: Snapshot) -> list[Finding]:
     view = metrics_view(snapshot)
     if view is None or not view.gpus:
         return []
-    clocks = _peer_clocks(view)
+    clocks = Clocks.of(view)
+    limits = crowds(
+        (gpu, limit)
+        for gpu in view.gpus
+        if (limit := max((v for v in gpu.coarse("power_limit") or [] if v is not None), default=None))
+    )
     findings: list[Finding] = []
     for gpu in view.gpus:
         throttled = _throttled(view, gpu, clocks)
         # A throttled GPU's low clock and heat are in its throttle finding already.
         extra = [] if throttled else [_hot(view, gpu), _slow_clock(view, gpu, clocks)]
-        findings += [f for f in (throttled, *extra, _power_limit(view, gpu)) if f is not None]
+        findings += [f for f in (throttled, *extra, _power_limit(view, gpu, limits)) if f is not None]
     checked = view.exported("throttle") or view.exported("sm_clock")
     if not findings and checked:
         findings.append(

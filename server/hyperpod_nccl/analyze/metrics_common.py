@@ -143,14 +143,34 @@ def median_of(values: Iterable[float | None]) -> float | None:
     return statistics.median(kept) if kept else None
 
 
-def far_from_peers(value: float, peers: Sequence[float], relative: float) -> tuple[bool, float, float]:
-    """(outlier, peer median, robust z): far in absolute terms (a fraction of the median) and in
-    robust terms (median and MAD of the peers, which one outlier cannot drag)."""
-    centre = statistics.median(peers)
-    spread = MAD_SCALE * statistics.median(abs(p - centre) for p in peers)
-    distance = abs(value - centre)
-    z = distance / spread if spread > 0 else float("inf") if distance > 0 else 0.0
-    return distance >= relative * abs(centre) and z >= ROBUST_Z, centre, z
+@dataclass(frozen=True)
+class Crowd:
+    """The median and scaled MAD of one value across the GPUs of one model, computed once: one
+    outlier among them cannot drag either, so each GPU is judged against the whole crowd."""
+
+    centre: float
+    spread: float
+    size: int
+
+    def judge(self, value: float, relative: float) -> tuple[bool, float]:
+        """(outlier, robust z): far in absolute terms (a fraction of the median) and robustly."""
+        distance = abs(value - self.centre)
+        z = distance / self.spread if self.spread > 0 else float("inf") if distance > 0 else 0.0
+        return distance >= relative * abs(self.centre) and z >= ROBUST_Z, z
+
+
+def crowds(values: Iterable[tuple[GpuView, float]]) -> dict[str | None, Crowd]:
+    """One Crowd per GPU model with more than MIN_PEERS GPUs."""
+    by_model: dict[str | None, list[float]] = {}
+    for gpu, value in values:
+        by_model.setdefault(gpu.data.model, []).append(value)
+    found = {}
+    for model, numbers in by_model.items():
+        if len(numbers) > MIN_PEERS:
+            centre = statistics.median(numbers)
+            spread = MAD_SCALE * statistics.median(abs(n - centre) for n in numbers)
+            found[model] = Crowd(centre, spread, len(numbers))
+    return found
 
 
 def evidence(gpu: GpuView, field_key: str, text: str) -> Evidence:

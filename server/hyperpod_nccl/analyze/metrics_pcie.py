@@ -34,25 +34,34 @@ def _busy(gpu: GpuView, values: list[float | None]) -> list[float | None]:
     return [v for u, v in zip(util, values, strict=True) if u is not None and u >= BUSY_UTIL]
 
 
-def _maximum(view: MetricsView, gpu: GpuView, own_key: str, max_key: str) -> float | None:
+Best = dict[tuple[str | None, str], float]
+
+
+def _best_links(view: MetricsView) -> Best:
+    """(model, field) → the best generation / width any GPU of that model showed."""
+    best: Best = {}
+    for gpu in view.gpus:
+        for key in ("pcie_gen", "pcie_width"):
+            seen = max((v for v in gpu.fine(key) or [] if v), default=None)
+            if seen is not None:
+                best[(gpu.data.model, key)] = max(seen, best.get((gpu.data.model, key), seen))
+    return best
+
+
+def _maximum(gpu: GpuView, best: Best, own_key: str, max_key: str) -> float | None:
     declared = max((v for v in gpu.coarse(max_key) or [] if v is not None), default=None)
-    if declared:
-        return declared
-    peers = [
-        v for other in view.gpus if other.data.model == gpu.data.model for v in other.fine(own_key) or [] if v
-    ]
-    return max(peers, default=None)
+    return declared or best.get((gpu.data.model, own_key))
 
 
-def _downgrade(view: MetricsView, gpu: GpuView) -> list[str]:
+def _downgrade(gpu: GpuView, best: Best) -> list[str]:
     found = []
     gen, width = gpu.fine("pcie_gen"), gpu.fine("pcie_width")
     if gen is not None and (busy_gen := median_of(_busy(gpu, gen))) is not None:
-        top = _maximum(view, gpu, "pcie_gen", "pcie_max_gen")
+        top = _maximum(gpu, best, "pcie_gen", "pcie_max_gen")
         if top and busy_gen < top:
             found.append(f"Gen{busy_gen:g} while busy, maximum Gen{top:g}")
     if width is not None and (typical := median_of(width)) is not None:
-        top = _maximum(view, gpu, "pcie_width", "pcie_max_width")
+        top = _maximum(gpu, best, "pcie_width", "pcie_max_width")
         if top and typical < top:
             found.append(f"x{typical:g} of x{top:g}")
     return found
@@ -63,8 +72,9 @@ def analyze_metrics_pcie(snapshot: Snapshot) -> list[Finding]:
     if view is None or not (view.exported("pcie_gen") or view.exported("pcie_width")):
         return []
     findings = []
+    best = _best_links(view)
     for gpu in view.gpus:
-        if not (downgrades := _downgrade(view, gpu)):
+        if not (downgrades := _downgrade(gpu, best)):
             continue
         findings.append(
             Finding(

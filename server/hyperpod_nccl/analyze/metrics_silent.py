@@ -9,6 +9,8 @@ value is read through the Xid catalogue the on-node probe uses.
 
 from __future__ import annotations
 
+import itertools
+import statistics
 from dataclasses import dataclass
 
 from hyperpod_nccl.analyze.metrics_common import (
@@ -32,9 +34,11 @@ from hyperpod_nccl.snapshot import Snapshot
 
 SILENT_GPU = "gpu-metrics.md § 3"
 XID = "gpu-metrics.md § 3"
-# Three missed 30 s scrapes, or three steps of a coarser window: one late scrape is not silence.
+# Three missed scrapes (or steps, on a coarse window): one late scrape is not silence. The scrape
+# interval is read from the samples, so a 60 s or 120 s scrape config does not raise false alarms.
 MIN_SILENCE_S = 90
 SILENCE_STEPS = 3
+_INTERVAL_SAMPLE = 64
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,15 @@ def last_sample(gpu: GpuView) -> int | None:
     return int(max(seen)) if seen else None
 
 
+def _scrape_interval(view: MetricsView) -> float:
+    """The usual gap between a GPU's distinct sample times, from a sample of GPUs."""
+    gaps: list[float] = []
+    for gpu in view.gpus[:_INTERVAL_SAMPLE]:
+        times = sorted(set(present(gpu.fine("last_seen") or [])))
+        gaps += [later - earlier for earlier, later in itertools.pairwise(times)]
+    return statistics.median(gaps) if gaps else 0.0
+
+
 def _last_xid(gpu: GpuView) -> int | None:
     codes = [int(v) for v in present(gpu.fine("xid") or []) if v > 0]
     return codes[-1] if codes else None
@@ -60,7 +73,7 @@ def silent_gpus(view: MetricsView) -> list[Silence]:
     if len(last) < 2:
         return []
     freshest = max(last.values())
-    threshold = max(MIN_SILENCE_S, SILENCE_STEPS * view.snapshot.step_s)
+    threshold = max(MIN_SILENCE_S, SILENCE_STEPS * max(view.snapshot.step_s, _scrape_interval(view)))
     silent = [
         Silence(gpu, seen, _last_xid(gpu)) for gpu, seen in last.items() if freshest - seen >= threshold
     ]

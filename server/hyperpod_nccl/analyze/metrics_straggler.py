@@ -18,8 +18,8 @@ from hyperpod_nccl.analyze.metrics_common import (
     MetricsView,
     capped,
     confirm_command,
+    crowds,
     evidence,
-    far_from_peers,
     gpu_selector,
     grouped_by_node,
     median_of,
@@ -70,19 +70,14 @@ def _profiles(view: MetricsView, steps: list[int], excluded: set[int]) -> dict[s
 def _outliers(view: MetricsView) -> dict[int, list[tuple[str, float, float]]]:
     steps = _running_steps(view)
     excluded = {id(s.gpu) for s in silent_gpus(view)} | {id(h.gpu) for h in find_hangs(view)}
+    by_id = {id(gpu): gpu for gpu in view.gpus}
     found: dict[int, list[tuple[str, float, float]]] = {}
     for name, values in _profiles(view, steps, excluded).items():
-        by_gpu = {id(gpu): gpu for gpu in view.gpus}
+        groups = crowds((by_id[gpu_id], value) for gpu_id, value in values.items())
         for gpu_id, value in values.items():
-            model = by_gpu[gpu_id].data.model
-            peers = [
-                v for other, v in values.items() if other != gpu_id and by_gpu[other].data.model == model
-            ]
-            if len(peers) < MIN_PEERS:
-                continue
-            outlier, centre, _ = far_from_peers(value, peers, RELATIVE_GAP)
-            if outlier:
-                found.setdefault(gpu_id, []).append((name, value, centre))
+            crowd = groups.get(by_id[gpu_id].data.model)
+            if crowd is not None and crowd.judge(value, RELATIVE_GAP)[0]:
+                found.setdefault(gpu_id, []).append((name, value, crowd.centre))
     return found
 
 
