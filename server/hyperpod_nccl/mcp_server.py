@@ -6,8 +6,6 @@ pydantic, and returns structured output small enough for an LLM's context.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -21,7 +19,7 @@ from pydantic import Field
 from hyperpod_nccl import __version__
 from hyperpod_nccl.diagnose.k8s_tool import get_pod_logs, list_pods
 from hyperpod_nccl.diagnose.tool import describe_cluster, list_cluster_nodes, run_diagnostic, scan_cloudwatch
-from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.mcp_adapter import HyperpodServer
 from hyperpod_nccl.probes.tool import probe_nodes
 from hyperpod_nccl.references import (
     ReferenceIndex,
@@ -84,23 +82,6 @@ def read_reference(file: ReferenceFileName, section: SectionKey) -> ReferenceSec
         return read_reference_section(file, section)
     except UnknownReference as error:
         raise ToolError(str(error)) from None
-
-
-def _redacted(tool: Callable[..., Any]) -> Callable[..., Any]:
-    """Every tool's output passes the redaction boundary before it reaches the client."""
-    if inspect.iscoroutinefunction(tool):
-
-        @functools.wraps(tool)
-        async def run_async(*args: Any, **kwargs: Any) -> Any:
-            return redact_model(await tool(*args, **kwargs))
-
-        return run_async
-
-    @functools.wraps(tool)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        return redact_model(tool(*args, **kwargs))
-
-    return run
 
 
 # (tool, annotations). Later capabilities append their tools here.
@@ -190,7 +171,7 @@ def _add_workflow_prompts(server: MCPServer) -> None:
 
 
 def build_server() -> MCPServer:
-    server = MCPServer(
+    server = HyperpodServer(
         name="hyperpod-nccl",
         title="HyperPod NCCL debugger (read-only)",
         version=__version__,
@@ -198,7 +179,8 @@ def build_server() -> MCPServer:
         log_level="WARNING",
     )
     for tool, tool_annotations in TOOLS:
-        server.add_tool(_redacted(tool), annotations=tool_annotations, structured_output=True)
+        # Redacted, printed as the CLI prints, failures as one line: mcp_adapter.HyperpodServer.
+        server.add_read_only_tool(tool, tool_annotations)
     _add_reference_resources(server, default_index())
     _add_workflow_prompts(server)
     return server

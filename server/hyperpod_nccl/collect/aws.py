@@ -92,7 +92,8 @@ def credentials_problem(error: BaseException) -> str | None:
     if isinstance(error, PartialCredentialsError | CredentialRetrievalError):
         return f"AWS credentials are not usable ({error}); fix AWS credentials and rerun"
     if isinstance(error, ClientError) and error_code(error) in REJECTED_CREDENTIAL_CODES:
-        return f"AWS rejected the credentials ({error_code(error)}); fix AWS credentials and rerun"
+        said = error.response.get("Error", {}).get("Message", "")
+        return f"AWS rejected the credentials ({error_code(error)}: {said}); fix AWS credentials and rerun"
     return None
 
 
