@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import datetime, timedelta
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
