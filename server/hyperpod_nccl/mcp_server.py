@@ -33,12 +33,7 @@ from hyperpod_nccl.references import (
 from hyperpod_nccl.skill_tools import compare_reports, create_escalation_bundle
 from hyperpod_nccl.slurm.tool import slurm_status
 from hyperpod_nccl.triage.tool import triage_logs
-from hyperpod_nccl.workflow import (
-    DIAGNOSE_WORKFLOW,
-    ESCALATION_WORKFLOW,
-    SERVER_INSTRUCTIONS,
-    TRIAGE_WORKFLOW,
-)
+from hyperpod_nccl.workflow import SERVER_INSTRUCTIONS, diagnose_prompt, escalation_prompt, triage_prompt
 
 READ_ONLY = ToolAnnotations(
     readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
@@ -139,11 +134,7 @@ def _add_workflow_prompts(server: MCPServer) -> None:
         description="The read-only workflow: collect → diagnose → read the section → suggest → rerun.",
     )
     def diagnose_nccl_failure(cluster: str = "", region: str = "", error: str = "") -> str:
-        return DIAGNOSE_WORKFLOW.format(
-            cluster=cluster or "<ask the user>",
-            region=region or "<ask the user>",
-            error=error or "<ask the user for the exact error string>",
-        )
+        return diagnose_prompt(cluster, region, error)
 
     @server.prompt(
         name="triage_training_logs",
@@ -151,11 +142,7 @@ def _add_workflow_prompts(server: MCPServer) -> None:
         description="Find the rank and event that came first in a folder of worker logs, read-only.",
     )
     def triage_training_logs(log_dir: str = "", storage_log_dir: str = "", error: str = "") -> str:
-        return TRIAGE_WORKFLOW.format(
-            log_dir=log_dir or "<ask the user where every rank's logs are>",
-            storage_log_dir=storage_log_dir or "none given",
-            error=error or "<ask the user for the exact error string>",
-        )
+        return triage_prompt(log_dir, storage_log_dir, error)
 
     @server.prompt(
         name="prepare_escalation",
@@ -163,11 +150,7 @@ def _add_workflow_prompts(server: MCPServer) -> None:
         description="Check the escalation criteria, then write a redacted bundle with CASE.md.",
     )
     def prepare_escalation(cluster: str = "", region: str = "", report: str = "") -> str:
-        return ESCALATION_WORKFLOW.format(
-            cluster=cluster or "<ask the user>",
-            region=region or "<ask the user>",
-            report=report or "<the latest report: a --json file or the last tool result>",
-        )
+        return escalation_prompt(cluster, region, report)
 
 
 def build_server() -> MCPServer:
