@@ -216,6 +216,8 @@ def render_text(report: Report, *, color: bool = False) -> str:
     if report.skipped:
         lines += ["", "Skipped inputs:"]
         lines += [f"  {item.source}: {item.reason}" for item in report.skipped]
+    if report.omitted:
+        lines += ["", "Left out to fit the size budget: " + "; ".join(report.omitted)]
     lines += ["", "=" * 60, f"Issues Found: {summary.issues_found}"]
     for priority in Priority:
         lines.append(f"  {priority} ({PRIORITY_MEANING[priority]}): {getattr(summary, priority.lower())}")

@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from hyperpod_nccl.models import Evidence, Finding, Priority, Report, Status, TimelineEvent
-from hyperpod_nccl.render import render_json, shorten
+from hyperpod_nccl.render import render_json, render_text, shorten
 from hyperpod_nccl.triage.budget import BUDGET_BYTES, fit_to_budget, size_of
 from tests.triage import scenarios
 
@@ -82,6 +82,9 @@ def test_every_cut_list_is_counted_and_no_text_is_cut_inside_a_number() -> None:
     assert omitted["INFO findings"] == "+9 more"
     assert omitted["triage.test.f1 ranks"] == f"+{667 - 16} more" and len(report.findings[1].ranks) == 16
     assert omitted["triage.test.f1 nodes"] == "+36 more"
+    assert "Left out to fit the size budget: " in render_text(report) and "timeline: +17 more" in render_text(
+        report
+    )
     texts = [f.detail for f in report.findings] + [e.text for f in report.findings for e in f.evidence]
     for text in texts:
         assert text.endswith(" more)…"), text  # a cut list of ranks says how many it left out
