@@ -24,6 +24,7 @@ STORAGE_LOGS = "storage logs"
 # The cluster diagnostic's sources.
 AWS_API = "AWS API"
 KUBERNETES = "Kubernetes"
+POD_LOGS = "pod logs"
 NODE_PROBES = "node probes"
 CLOUDWATCH = "CloudWatch"
 SLURM = "Slurm"
@@ -48,6 +49,7 @@ _SCHEDULER_TEXT = re.compile(r"\bslurm(ctld|d)(\[\d+\])?: |_job_complete: JobId=
 _SLURM_OUTPUT_FILE = re.compile(r"(^|[/_-])(slurm|error|output|err|out|job)[-_](\d{2,})(?=[-_.]|$)", re.I)
 _JOB_IN_TEXT = re.compile(r"\b(?:JOB |JobId=|SLURM_JOB_ID=|StepId=)(\d+)")
 _CLUSTER_ID = re.compile(r"(?::cluster/|/aws/sagemaker/Clusters/[^/\s]+/)([a-z0-9]{6,})\b")
+_POD_LOG_SOURCE = re.compile(r"pods/log|^pod \S+ log \(")
 _ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
 _DIAGNOSE_SOURCES = (
     ("logs:", CLOUDWATCH),
@@ -127,6 +129,8 @@ def _evidence(report: Report) -> list[Evidence]:
 def line_kind(report_kind: str, source: str, text: str) -> str:
     """The kind of input a cited line came from."""
     if report_kind == "diagnose":
+        if _POD_LOG_SOURCE.search(source):
+            return POD_LOGS
         lowered = source.lower()
         return next((kind for prefix, kind in _DIAGNOSE_SOURCES if lowered.startswith(prefix)), KUBERNETES)
     if _KERNEL_SOURCE.search(source) or _KERNEL_TEXT.search(text):
@@ -193,7 +197,7 @@ def _inputs(report: Report) -> tuple[set[str], dict[str, str]]:
         missing = {
             line_kind("diagnose", item.source, ""): f"{item.source}: {item.reason}" for item in report.skipped
         }
-        every = {AWS_API, KUBERNETES, NODE_PROBES, CLOUDWATCH, SLURM}
+        every = {AWS_API, KUBERNETES, POD_LOGS, NODE_PROBES, CLOUDWATCH, SLURM}
         return (every - set(missing)) | kinds, missing
     if report.summary.files_read:
         kinds.add(WORKER_LOGS)

@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from hyperpod_nccl.compare import BUDGET_BYTES, UnusableReport, diff_reports, load_report
-from hyperpod_nccl.models import Priority, Report
+from hyperpod_nccl.models import Evidence, Priority, Report, SkippedInput
 from hyperpod_nccl.render import json_text
 from hyperpod_nccl.triage.engine import run_triage
 from tests.skill.fixtures import finding
@@ -206,3 +206,40 @@ def test_the_comparison_fits_8_kb_as_printed_and_says_what_its_lists_left_out() 
     scopes = [change.scope for change in comparison.fixed]
     assert scopes and all(scope[-1] == "+33 more" and len(scope) == 9 for scope in scopes)
     json.loads(printed)
+
+
+def _cluster_report(*findings) -> Report:  # type: ignore[no-untyped-def]
+    return Report.build("diagnose", list(findings))
+
+
+def _xid(cluster_id: str):  # type: ignore[no-untyped-def]
+    group = f"/aws/sagemaker/Clusters/ml-cluster/{cluster_id}"
+    return finding(
+        "cloudwatch.xid",
+        instance_ids=["i-0abc123def4567890"],
+        evidence=[Evidence(source=f"logs:StartQuery {group}", text="NVRM: Xid (PCI:0000:53:00): 79")],
+    )
+
+
+def test_a_cluster_rerun_that_could_not_read_cloudwatch_leaves_the_xid_unconfirmed() -> None:
+    denied = SkippedInput(
+        source="logs:StartQuery", reason="access_denied: access denied; grant logs:StartQuery"
+    )
+    comparison = diff_reports(
+        _cluster_report(_xid("k7x2m9p4q1zt")), Report.build("diagnose", [], skipped=[denied])
+    )
+    assert comparison.summary.verdict == "inconclusive"
+    [xid] = comparison.unconfirmed
+    assert xid.unconfirmed == (
+        "the rerun could not read CloudWatch "
+        "(logs:StartQuery: access_denied: access denied; grant logs:StartQuery)"
+    )
+
+
+def test_a_report_of_another_cluster_is_not_comparable() -> None:
+    comparison = diff_reports(
+        _cluster_report(_xid("k7x2m9p4q1zt")),
+        _cluster_report(_xid("aaaa1111bbbb")),
+    )
+    assert comparison.summary.verdict == "not_comparable"
+    assert comparison.reasons == ["different clusters: k7x2m9p4q1zt before, aaaa1111bbbb now"]
