@@ -7,10 +7,10 @@ its arguments, and `print_comparison(report, args)` after it prints its report.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from hyperpod_nccl.cli_common import UsageError
 from hyperpod_nccl.compare import (
     FindingChange,
     ReportComparison,
@@ -20,6 +20,7 @@ from hyperpod_nccl.compare import (
 )
 from hyperpod_nccl.guard.redact import redact_model, redact_text
 from hyperpod_nccl.models import Report
+from hyperpod_nccl.render import json_text
 
 _MAX_SCOPE = 6
 
@@ -57,6 +58,8 @@ def _line(tag: str, change: FindingChange) -> str:
         text += f"; cleared: {_scope(change.scope_cleared)}"
     if change.scope_added:
         text += f"; newly affected: {_scope(change.scope_added)}"
+    if change.unconfirmed:
+        text += f" — not seen, but {change.unconfirmed}"
     if tag != "FIXED" and change.reference:
         text += f" → references/{change.reference}"
     return text
@@ -65,11 +68,14 @@ def _line(tag: str, change: FindingChange) -> str:
 def render_comparison(comparison: ReportComparison) -> str:
     summary = comparison.summary
     changed = f" ({summary.priority_changed} changed priority)" if summary.priority_changed else ""
+    unconfirmed = f"{summary.unconfirmed} unconfirmed, " if summary.unconfirmed else ""
     lines = [
-        f"Compared with the previous report: {summary.fixed} fixed, {summary.still_failing} still "
-        f"failing{changed}, {summary.new} new — {summary.verdict.replace('_', ' ')}"
+        f"Compared with the previous report: {summary.fixed} fixed, {unconfirmed}{summary.still_failing} "
+        f"still failing{changed}, {summary.new} new — {summary.verdict.replace('_', ' ')}"
     ]
+    lines += [f"  why {summary.verdict.replace('_', ' ')}: {reason}" for reason in comparison.reasons]
     lines += [_line("FIXED", change) for change in comparison.fixed]
+    lines += [_line("UNCONFIRMED", change) for change in comparison.unconfirmed]
     lines += [_line("STILL", change) for change in comparison.still_failing]
     lines += [_line("NEW", change) for change in comparison.new]
     lines += [f"  note: {note}" for note in comparison.notes]
@@ -78,12 +84,18 @@ def render_comparison(comparison: ReportComparison) -> str:
 
 def print_comparison(report: Report, args: argparse.Namespace) -> None:
     """After the report: the comparison with `--compare`, on stdout (on stderr with --json, so
-    stdout stays one JSON report that a later run can compare against)."""
+    stdout stays one JSON report that a later run can compare against). A previous report of
+    another diagnostic is refused in one line; the report itself was printed already."""
     previous: Report | None = getattr(args, "compare", None)
     if previous is None:
         return
     stream = sys.stderr if getattr(args, "json", False) else sys.stdout
-    stream.write("\n" + render_comparison(diff_reports(previous, report)))
+    try:
+        comparison = diff_reports(previous, report)
+    except UnusableReport as error:
+        print(f"hyperpod-nccl: --compare: {error}", file=sys.stderr)
+        return
+    stream.write("\n" + render_comparison(comparison))
 
 
 def add_compare_command_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,10 +105,15 @@ def add_compare_command_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_compare_command(args: argparse.Namespace) -> int:
-    """`hyperpod-nccl compare`: exit 0 when nothing is still failing or new, 1 otherwise."""
-    comparison = diff_reports(args.previous, args.current)
+    """`hyperpod-nccl compare`: exit 0 when everything the previous report found is fixed and
+    nothing is new, 1 otherwise (unconfirmed issues are not fixed)."""
+    try:
+        comparison = diff_reports(args.previous, args.current)
+    except UnusableReport as error:
+        raise UsageError(str(error)) from None
     if args.json:
-        sys.stdout.write(json.dumps(redact_model(comparison).model_dump(mode="json"), indent=2) + "\n")
+        sys.stdout.write(json_text(redact_model(comparison)) + "\n")
     else:
         sys.stdout.write(render_comparison(comparison))
-    return 1 if comparison.still_failing or comparison.new else 0
+    summary = comparison.summary
+    return 1 if summary.still_failing or summary.new or summary.unconfirmed else 0

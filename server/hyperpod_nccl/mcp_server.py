@@ -6,8 +6,6 @@ pydantic, and returns structured output small enough for an LLM's context.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -21,7 +19,7 @@ from pydantic import Field
 from hyperpod_nccl import __version__
 from hyperpod_nccl.diagnose.k8s_tool import get_pod_logs, list_pods
 from hyperpod_nccl.diagnose.tool import describe_cluster, list_cluster_nodes, run_diagnostic, scan_cloudwatch
-from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.mcp_adapter import HyperpodServer
 from hyperpod_nccl.metrics.tool import query_gpu_metrics
 from hyperpod_nccl.probes.tool import probe_nodes
 from hyperpod_nccl.references import (
@@ -36,12 +34,7 @@ from hyperpod_nccl.references import (
 from hyperpod_nccl.skill_tools import compare_reports, create_escalation_bundle
 from hyperpod_nccl.slurm.tool import slurm_status
 from hyperpod_nccl.triage.tool import triage_logs
-from hyperpod_nccl.workflow import (
-    DIAGNOSE_WORKFLOW,
-    ESCALATION_WORKFLOW,
-    SERVER_INSTRUCTIONS,
-    TRIAGE_WORKFLOW,
-)
+from hyperpod_nccl.workflow import SERVER_INSTRUCTIONS, diagnose_prompt, escalation_prompt, triage_prompt
 
 READ_ONLY = ToolAnnotations(
     readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
@@ -85,23 +78,6 @@ def read_reference(file: ReferenceFileName, section: SectionKey) -> ReferenceSec
         return read_reference_section(file, section)
     except UnknownReference as error:
         raise ToolError(str(error)) from None
-
-
-def _redacted(tool: Callable[..., Any]) -> Callable[..., Any]:
-    """Every tool's output passes the redaction boundary before it reaches the client."""
-    if inspect.iscoroutinefunction(tool):
-
-        @functools.wraps(tool)
-        async def run_async(*args: Any, **kwargs: Any) -> Any:
-            return redact_model(await tool(*args, **kwargs))
-
-        return run_async
-
-    @functools.wraps(tool)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        return redact_model(tool(*args, **kwargs))
-
-    return run
 
 
 # (tool, annotations). Later capabilities append their tools here.
@@ -161,11 +137,7 @@ def _add_workflow_prompts(server: MCPServer) -> None:
         description="The read-only workflow: collect → diagnose → read the section → suggest → rerun.",
     )
     def diagnose_nccl_failure(cluster: str = "", region: str = "", error: str = "") -> str:
-        return DIAGNOSE_WORKFLOW.format(
-            cluster=cluster or "<ask the user>",
-            region=region or "<ask the user>",
-            error=error or "<ask the user for the exact error string>",
-        )
+        return diagnose_prompt(cluster, region, error)
 
     @server.prompt(
         name="triage_training_logs",
@@ -173,11 +145,7 @@ def _add_workflow_prompts(server: MCPServer) -> None:
         description="Find the rank and event that came first in a folder of worker logs, read-only.",
     )
     def triage_training_logs(log_dir: str = "", storage_log_dir: str = "", error: str = "") -> str:
-        return TRIAGE_WORKFLOW.format(
-            log_dir=log_dir or "<ask the user where every rank's logs are>",
-            storage_log_dir=storage_log_dir or "none given",
-            error=error or "<ask the user for the exact error string>",
-        )
+        return triage_prompt(log_dir, storage_log_dir, error)
 
     @server.prompt(
         name="prepare_escalation",
@@ -185,15 +153,11 @@ def _add_workflow_prompts(server: MCPServer) -> None:
         description="Check the escalation criteria, then write a redacted bundle with CASE.md.",
     )
     def prepare_escalation(cluster: str = "", region: str = "", report: str = "") -> str:
-        return ESCALATION_WORKFLOW.format(
-            cluster=cluster or "<ask the user>",
-            region=region or "<ask the user>",
-            report=report or "<the latest report: a --json file or the last tool result>",
-        )
+        return escalation_prompt(cluster, region, report)
 
 
 def build_server() -> MCPServer:
-    server = MCPServer(
+    server = HyperpodServer(
         name="hyperpod-nccl",
         title="HyperPod NCCL debugger (read-only)",
         version=__version__,
@@ -201,7 +165,8 @@ def build_server() -> MCPServer:
         log_level="WARNING",
     )
     for tool, tool_annotations in TOOLS:
-        server.add_tool(_redacted(tool), annotations=tool_annotations, structured_output=True)
+        # Redacted, printed as the CLI prints, failures as one line: mcp_adapter.HyperpodServer.
+        server.add_read_only_tool(tool, tool_annotations)
     _add_reference_resources(server, default_index())
     _add_workflow_prompts(server)
     return server

@@ -227,6 +227,10 @@ class Report(_Model):
     rank_states: list[RankStateGroup] = Field(
         default_factory=list, description="NCCL state of every rank, grouped (triage reports)."
     )
+    omitted: list[str] = Field(
+        default_factory=list,
+        description="What the size budget left out, list by list, e.g. `timeline: +8 more`.",
+    )
 
     @classmethod
     def build(

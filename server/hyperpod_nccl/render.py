@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TextIO
+import re
+from typing import Any, TextIO
+
+from pydantic import BaseModel
 
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.models import (
@@ -30,6 +33,36 @@ _COLORS = {
 _RESET = "\033[0m"
 _MAX_EVIDENCE_PER_FINDING = 3
 _MAX_LISTED = 12
+_EVIDENCE_CHARS = 300
+_INLINE_WIDTH = 100
+# Where a text may be cut: before a space, or after punctuation that does not sit inside a number
+# (`1.5`, `10:30:27`) or a path, so no number or word is ever cut in two. A list of numbers
+# (`12,31,290-291`) may be cut after a comma; the text then says how many items it left out.
+_CUT_POINT = re.compile(r"\s|[;:)\]](?!\d)|,(?!\d)")
+_LIST_COMMA = re.compile(r"(?<=\d),(?=\d)")
+_LIST_ITEM = re.compile(r"\d+(?:-\d+)?")
+_LIST_RUN = re.compile(r"[\d,-]*")
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, ending in `…`, cut where no word or number is split;
+    a list of numbers cut short says how many items it left out (`12,31 (+44 more)…`)."""
+    if len(text) <= limit:
+        return text
+    endings = []
+    for found in _CUT_POINT.finditer(text, 0, limit):
+        endings.append((found.start() if found.group().isspace() else found.end(), "…"))
+    for found in _LIST_COMMA.finditer(text, 0, limit):
+        rest = _LIST_RUN.match(text, found.end()).group()  # type: ignore[union-attr]
+        endings.append((found.start(), f" (+{len(_LIST_ITEM.findall(rest))} more)…"))
+    fitting = [
+        (cut, ending)
+        for cut, ending in endings
+        if cut > 0 and len(text[:cut].rstrip()) + len(ending) <= limit
+    ]
+    # A single word longer than the limit (a hash, a path) is the only thing ever cut in two.
+    cut, ending = max(fitting, key=lambda pair: (pair[0], pair[1] != "…")) if fitting else (limit - 1, "…")
+    return text[:cut].rstrip(" ,;") + ending
 
 
 def use_color(stream: TextIO) -> bool:
@@ -40,8 +73,37 @@ def use_color(stream: TextIO) -> bool:
     return bool(isatty and isatty())
 
 
+def json_text(data: Any) -> str:
+    """JSON as every front end prints it (CLI `--json`, MCP tool results, bundles): indented, with
+    numbers and short lists of scalars on one line, so a list of ranks costs one line, not one each."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json")
+    return _json(data, 0)
+
+
+def _json(value: Any, indent: int) -> str:
+    if isinstance(value, dict) and value:
+        inner = " " * (indent + 2)
+        items = [
+            f"{inner}{json.dumps(key, ensure_ascii=False)}: {_json(item, indent + 2)}"
+            for key, item in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
+    if isinstance(value, list) and value:
+        flat = json.dumps(value, ensure_ascii=False)
+        scalars = not any(isinstance(item, dict | list) for item in value)
+        numbers = all(isinstance(item, int | float) for item in value)
+        if scalars and (numbers or len(flat) <= _INLINE_WIDTH):
+            return flat
+        inner = " " * (indent + 2)
+        return (
+            "[\n" + ",\n".join(inner + _json(item, indent + 2) for item in value) + "\n" + " " * indent + "]"
+        )
+    return json.dumps(value, ensure_ascii=False)
+
+
 def render_json(report: Report) -> str:
-    return json.dumps(redact_model(report).model_dump(mode="json"), indent=2, ensure_ascii=False)
+    return json_text(redact_model(report))
 
 
 def _listing(values: list[str]) -> str:
@@ -71,7 +133,7 @@ def _finding_lines(finding: Finding, color: bool) -> list[str]:
         lines.append(indent + "   ".join(scope))
     for evidence in finding.evidence[:_MAX_EVIDENCE_PER_FINDING]:
         where = f"{evidence.source}:{evidence.line}" if evidence.line else evidence.source
-        lines.append(f"{indent}evidence {where}: {evidence.text.strip()[:300]}")
+        lines.append(f"{indent}evidence {where}: {shorten(evidence.text.strip(), _EVIDENCE_CHARS)}")
     if len(finding.evidence) > _MAX_EVIDENCE_PER_FINDING:
         lines.append(f"{indent}(+{len(finding.evidence) - _MAX_EVIDENCE_PER_FINDING} more evidence lines)")
     if finding.reference and finding.is_issue:
@@ -154,6 +216,8 @@ def render_text(report: Report, *, color: bool = False) -> str:
     if report.skipped:
         lines += ["", "Skipped inputs:"]
         lines += [f"  {item.source}: {item.reason}" for item in report.skipped]
+    if report.omitted:
+        lines += ["", "Left out to fit the size budget: " + "; ".join(report.omitted)]
     lines += ["", "=" * 60, f"Issues Found: {summary.issues_found}"]
     for priority in Priority:
         lines.append(f"  {priority} ({PRIORITY_MEANING[priority]}): {getattr(summary, priority.lower())}")

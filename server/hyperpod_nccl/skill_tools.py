@@ -47,11 +47,14 @@ def _report(value: str | dict[str, Any], what: str) -> Report:
 def compare_reports(previous: ReportInput, current: ReportInput) -> ReportComparison:
     """Compare a rerun's report with the report from before the user acted.
 
-    Use this after the user ran a suggested fix and you reran the diagnostic: it tells which
-    issues are fixed, which are still failing (and whether their priority or scope changed) and
-    which are new. Issues are matched by finding id and by the ranks, nodes, instance ids and
-    pods they concern. Returns the three lists with each issue's id, title, priority and
-    reference, plus caveats (e.g. inputs the rerun skipped, so "fixed" may mean "not seen").
+    Use this after the user ran a suggested fix and you reran the same diagnostic (two triage or
+    two cluster reports; mixing them is refused). Issues are matched by finding id and by the
+    ranks, nodes, instance ids and pods they concern. It also checks the runs: job ids, nodes,
+    world size, dates and the kinds of input each report shows. Returns the verdict, its reasons,
+    both runs' facts and the issues: fixed (the rerun could have seen them and did not),
+    unconfirmed (not seen, but the rerun could not have seen them: never call these fixed), still
+    failing (with priority and scope changes) and new. not_comparable and inconclusive are never
+    "fixed": tell the user the reasons.
     """
     return diff_reports(_report(previous, "previous"), _report(current, "current"))
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from hyperpod_nccl.cli import build_parser
-from hyperpod_nccl.compare import diff_reports
-from hyperpod_nccl.models import Priority, Report, SkippedInput, Status
+from hyperpod_nccl.compare import UnusableReport, diff_reports
+from hyperpod_nccl.models import Priority, Report, SkippedInput, Status, TimelineEvent
 from tests.skill.fixtures import finding, incident_report
 
 CLI = [sys.executable, "-m", "hyperpod_nccl"]
@@ -46,6 +47,7 @@ def test_a_fix_is_fixed_a_remaining_issue_still_fails_and_a_new_one_is_new() -> 
     assert [change.id for change in comparison.new] == ["pods.oom_killed"]
     assert comparison.summary.model_dump() == {
         "fixed": 1,
+        "unconfirmed": 0,
         "still_failing": 1,
         "new": 1,
         "priority_changed": 1,
@@ -71,11 +73,22 @@ def test_a_passing_check_is_neither_new_nor_still_failing_and_warn_counts_as_an_
     assert comparison.summary.verdict == "all_fixed"
 
 
-def test_skipped_inputs_and_different_diagnostics_are_caveats() -> None:
-    current = Report.build("triage", [], skipped=[SkippedInput(source="rank-3.log", reason="unreadable")])
-    notes = diff_reports(incident_report(), current).notes
-    assert any("different diagnostics" in note for note in notes)
-    assert any("skipped 1 input" in note for note in notes)
+def test_reports_of_different_diagnostics_are_refused() -> None:
+    with pytest.raises(
+        UnusableReport, match="previous report comes from diagnose and the current one from triage"
+    ):
+        diff_reports(incident_report(), Report.build("triage", []))
+
+
+def test_an_issue_the_rerun_could_not_see_because_it_skipped_input_is_unconfirmed() -> None:
+    previous = Report.build("triage", [finding("triage.nccl.straggler", ranks=[3])], files_read=8)
+    current = Report.build(
+        "triage", [], files_read=7, skipped=[SkippedInput(source="rank-3.log", reason="unreadable")]
+    )
+    comparison = diff_reports(previous, current)
+    assert comparison.summary.verdict == "inconclusive" and comparison.fixed == []
+    [unseen] = comparison.unconfirmed
+    assert unseen.id == "triage.nccl.straggler" and "skipped 1 input(s) (rank-3.log)" in unseen.unconfirmed
 
 
 def _save(path: Path, report: Report) -> str:
@@ -104,6 +117,13 @@ def test_a_file_that_is_not_a_report_is_exit_2_and_says_why(tmp_path: Path) -> N
     assert "is not a hyperpod-nccl report: summary" in result.stderr
 
 
+def _a_day_earlier(report: Report) -> list[TimelineEvent]:
+    def earlier(time: str | None) -> str | None:
+        return (datetime.fromisoformat(time) - timedelta(days=1)).isoformat() if time else None
+
+    return [event.model_copy(update={"time": earlier(event.time)}) for event in report.timeline]
+
+
 def _subcommand_with_compare(name: str) -> None:
     choices = next(a for a in build_parser()._actions if a.dest == "command").choices
     if name not in choices:
@@ -123,10 +143,11 @@ def test_triage_compare_prints_the_report_then_the_diff(tmp_path: Path) -> None:
     assert first.returncode in (0, 1), first.stderr
     report = Report.model_validate_json(first.stdout)
     assert report.findings, "the example should produce findings to compare"
-    # The "fix": the previous run had one more issue than the rerun will find.
+    # The "fix": the previous run, a day earlier, had one more issue than the rerun will find.
     extra = finding("test.removed_by_fix", priority=Priority.P1, pods=["gone-pod"])
     previous = _save(
-        tmp_path / "before.json", report.model_copy(update={"findings": [*report.findings, extra]})
+        tmp_path / "before.json",
+        report.model_copy(update={"findings": [*report.findings, extra], "timeline": _a_day_earlier(report)}),
     )
     text = subprocess.run(
         [*CLI, "triage", str(EXAMPLE_LOGS), "--compare", previous], capture_output=True, text=True

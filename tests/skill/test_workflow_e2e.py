@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import tarfile
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,10 @@ pytestmark = pytest.mark.anyio
 
 EXAMPLE_LOGS = Path(__file__).parents[2] / "examples" / "training-hang" / "logs"
 SERVER = StdioServerParameters(command=sys.executable, args=["-m", "hyperpod_nccl", "serve"])
+
+
+def _a_day_later(time: str | None) -> str | None:
+    return (datetime.fromisoformat(time) + timedelta(days=1)).isoformat() if time else None
 
 
 async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -41,9 +46,10 @@ async def test_from_my_job_hangs_to_the_culprit_the_section_the_rerun_and_the_bu
             read = await call(client, "read_reference", {"file": file, "section": section})
             assert read["pointer"] == finding["reference"] and read["text"].startswith("#")
 
-        # The user applies the fix; the rerun no longer shows the first FAIL.
+        # The user applies the fix; the rerun, a day later, no longer shows the first FAIL.
         fixed = failures[0]
-        rerun = {**report, "findings": [f for f in report["findings"] if f is not fixed]}
+        later = [{**event, "time": _a_day_later(event["time"])} for event in report["timeline"]]
+        rerun = {**report, "findings": [f for f in report["findings"] if f is not fixed], "timeline": later}
         comparison = await call(client, "compare_reports", {"previous": report, "current": rerun})
         assert [change["id"] for change in comparison["fixed"]] == [fixed["id"]]
         assert comparison["new"] == []

@@ -109,9 +109,9 @@ def _comparison(request: BundleRequest, reports: dict[str, Report]) -> ReportCom
             previous = report_from_data(request.previous_data, "previous report")
         else:
             return None
+        return diff_reports(previous, next(iter(reports.values())))
     except UnusableReport as error:
         raise BundleError(str(error)) from None
-    return diff_reports(previous, next(iter(reports.values())))
 
 
 def _json(data: Any) -> str:

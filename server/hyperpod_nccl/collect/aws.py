@@ -17,8 +17,10 @@ from botocore.exceptions import (
     BotoCoreError,
     ClientError,
     ConnectTimeoutError,
+    CredentialRetrievalError,
     EndpointConnectionError,
     NoCredentialsError,
+    PartialCredentialsError,
     ReadTimeoutError,
 )
 
@@ -35,6 +37,17 @@ THROTTLING_CODES = frozenset(
     {"Throttling", "ThrottlingException", "ThrottledException", "RequestLimitExceeded", "TooManyRequests"}
 )
 NOT_FOUND_CODES = frozenset({"ResourceNotFound", "ResourceNotFoundException", "InvalidGroup.NotFound"})
+REJECTED_CREDENTIAL_CODES = frozenset(
+    {
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidClientTokenId",
+        "UnrecognizedClientException",
+        "SignatureDoesNotMatch",
+        "InvalidSignatureException",
+        "AuthFailure",
+    }
+)
 
 
 class AwsPrerequisiteError(Exception):
@@ -71,9 +84,25 @@ def error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
 
+def credentials_problem(error: BaseException) -> str | None:
+    """The one wording the CLI and every tool use for missing or rejected AWS credentials; None
+    when `error` is about something else."""
+    if isinstance(error, NoCredentialsError):
+        return f"no AWS credentials found ({error}); fix AWS credentials and rerun"
+    if isinstance(error, PartialCredentialsError | CredentialRetrievalError):
+        return f"AWS credentials are not usable ({error}); fix AWS credentials and rerun"
+    if isinstance(error, ClientError) and error_code(error) in REJECTED_CREDENTIAL_CODES:
+        said = error.response.get("Error", {}).get("Message", "")
+        return f"AWS rejected the credentials ({error_code(error)}: {said}); fix AWS credentials and rerun"
+    return None
+
+
 def issue_for(action: str, error: Exception, *, what: str = "") -> CollectionIssue:
     """A CollectionIssue for a failed call; `action` is the IAM action, e.g. `ec2:DescribeSecurityGroups`."""
     subject = f"{what}: " if what else ""
+    problem = credentials_problem(error)
+    if problem:
+        return CollectionIssue(source=action, kind="error", message=f"{subject}{problem}")
     if isinstance(error, ClientError):
         code = error_code(error)
         if code in ACCESS_DENIED_CODES:
@@ -105,11 +134,10 @@ def check_identity(sts: Any) -> Identity:
         raise AwsPrerequisiteError(
             f"cannot reach AWS STS ({error}); check network access and rerun"
         ) from None
-    except NoCredentialsError as error:
-        raise AwsPrerequisiteError(
-            f"no AWS credentials found ({error}); fix AWS credentials and rerun"
-        ) from None
     except (ClientError, BotoCoreError) as error:
+        problem = credentials_problem(error)
+        if problem:
+            raise AwsPrerequisiteError(problem) from None
         raise AwsPrerequisiteError(
             f"aws sts get-caller-identity failed: {error}; fix AWS credentials and rerun"
         ) from None

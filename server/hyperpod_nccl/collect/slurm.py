@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 from botocore.exceptions import BotoCoreError, ClientError
 
+from hyperpod_nccl.collect.aws import issue_for
 from hyperpod_nccl.guard.aws import make_client
 from hyperpod_nccl.probes.catalog import probe_script
 from hyperpod_nccl.probes.runners.base import NodeTarget, Runner, hyperpod_ssm_target
@@ -120,7 +121,7 @@ async def collect_slurm_cluster(
     try:
         target = await anyio.to_thread.run_sync(controller_target, sagemaker, cluster)
     except (BotoCoreError, ClientError, ControllerNotFound) as error:
-        return None, [CollectionIssue(source="sagemaker:ListClusterNodes", kind="error", message=str(error))]
+        return None, [issue_for("sagemaker:ListClusterNodes", error)]
     slurm, issues = await collect_slurm(runner, target, job_id=job_id)
     if slurm is not None:
         issues += await map_instance_ids(sagemaker, cluster, slurm)

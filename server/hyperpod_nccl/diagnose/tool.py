@@ -224,9 +224,11 @@ async def _collect_live(ctx: Context, options: DiagnoseOptions) -> Snapshot:
         try:
             return await collect_snapshot_async(options, progress=relay)
         except AwsPrerequisiteError as error:
-            raise ToolError(str(error)) from None
+            problem = str(error)
         finally:
             stop.set()
+    # Raised after the task group, which would otherwise deliver it wrapped in an ExceptionGroup.
+    raise ToolError(problem)
 
 
 def _load_bundle(directory: str) -> Snapshot:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from hyperpod_nccl.collect.aws import credentials_problem
 from hyperpod_nccl.guard.aws import make_client
 from hyperpod_nccl.probes.runners.base import NodeTarget, hyperpod_ssm_target
 
@@ -60,13 +61,15 @@ def list_cluster_nodes(
             if not page.get("NextToken"):
                 break
             request["NextToken"] = page["NextToken"]
-    except ClientError as error:
+    except (ClientError, BotoCoreError) as error:
+        if problem := credentials_problem(error):
+            raise ClusterLookupError(problem) from None
+        if isinstance(error, BotoCoreError):
+            raise ClusterLookupError(f"cannot reach SageMaker in {region}: {error}") from None
         code = error.response.get("Error", {}).get("Code", "")
         if code in ("AccessDeniedException", "AccessDenied"):
             raise ClusterLookupError(
                 f"{code}: grant sagemaker:DescribeCluster and sagemaker:ListClusterNodes (operations.md § 2)"
             ) from None
         raise ClusterLookupError(f"cannot read cluster {cluster!r} in {region}: {error}") from None
-    except BotoCoreError as error:
-        raise ClusterLookupError(f"cannot reach SageMaker in {region}: {error}") from None
     return cluster_nodes_from_responses(described, summaries)

@@ -1,86 +1,123 @@
-"""Keep a triage report small enough for an LLM's context (issue 3: < 8 KB of JSON at 1,024 ranks).
+"""Keep a triage report small enough for an LLM's context: at most 8 KB of JSON *as printed*
+(`render_json`, what the CLI's `--json` and the MCP tool print), at 1,024 ranks too.
 
 Reductions are applied in order of least information lost until the report fits: suggested
 commands of secondary findings, long timelines, long evidence texts, evidence lines beyond four,
 informational findings, then every evidence line but the first. The root cause and every
 FAIL/WARN finding always survive, and the root cause's own finding keeps its evidence longest.
+Every list cut short says how many items it lost (`Report.omitted`, `timeline: +8 more`); texts
+are cut between words, never inside a number.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from hyperpod_nccl.models import Finding, Report, Status
+from hyperpod_nccl.render import render_json, shorten
 
-BUDGET_BYTES = 7_800
+BUDGET_BYTES = 8_000
 _SHORT_TEXT = 200
+_SHORT_DETAIL = 160
 
-Reduction = Callable[[Report, str | None], None]
+Item = TypeVar("Item")
+
+
+class _Trim:
+    """One report being shrunk, and how long each list it cut was before the first cut."""
+
+    def __init__(self, report: Report, protected: str | None) -> None:
+        self.report = report
+        self.protected = protected
+        self.lengths: dict[str, tuple[int, int]] = {}  # what → (length before, length kept)
+
+    def others(self) -> list[Finding]:
+        """Findings other than the root cause's own, whose evidence is reduced last."""
+        return [f for f in self.report.findings if f.id != self.protected]
+
+    def keep(self, what: str, items: list[Item], count: int) -> list[Item]:
+        if len(items) > count:
+            self.record(what, len(items), count)
+        return items[:count]
+
+    def record(self, what: str, before: int, kept: int) -> None:
+        self.lengths[what] = (self.lengths.get(what, (before, 0))[0], kept)
+
+    def note_omissions(self) -> None:
+        self.report.omitted = [
+            f"{what}: +{before - kept} more" for what, (before, kept) in self.lengths.items()
+        ]
+
+
+Reduction = Callable[[_Trim], None]
 
 
 def size_of(report: Report) -> int:
-    return len(report.model_dump_json().encode())
+    """Bytes of the report as printed."""
+    return len(render_json(report).encode())
 
 
-def _others(report: Report, protected: str | None) -> list[Finding]:
-    """Findings other than the root cause's own, whose evidence is reduced last."""
-    return [f for f in report.findings if f.id != protected]
+def _drop_secondary_commands(trim: _Trim) -> None:
+    for finding in trim.others():
+        finding.suggested_commands = trim.keep(
+            f"{finding.id} suggested_commands", finding.suggested_commands, 0
+        )
 
 
-def _drop_secondary_commands(report: Report, protected: str | None) -> None:
-    for finding in _others(report, protected):
-        finding.suggested_commands = []
+def _shorten_timeline(trim: _Trim) -> None:
+    trim.report.timeline = trim.keep("timeline", trim.report.timeline, 6)
 
 
-def _shorten_timeline(report: Report, protected: str | None) -> None:
-    report.timeline = report.timeline[:6]
+def _evidence_lines(count: int) -> Reduction:
+    def reduce(trim: _Trim) -> None:
+        for finding in trim.others():
+            finding.evidence = trim.keep(f"{finding.id} evidence", finding.evidence, count)
+
+    return reduce
 
 
-def _one_evidence_line(report: Report, protected: str | None) -> None:
-    for finding in _others(report, protected):
-        finding.evidence = finding.evidence[:1]
+def _drop_info_findings(trim: _Trim) -> None:
+    report = trim.report
+    kept = [f for f in report.findings if f.status != Status.INFO or f.id.startswith("triage.noise")]
+    if len(kept) < len(report.findings):
+        trim.record("INFO findings", len(report.findings) - len(kept), 0)
+        report.findings = kept
 
 
-def _drop_info_findings(report: Report, protected: str | None) -> None:
-    report.findings = [
-        f for f in report.findings if f.status != Status.INFO or f.id.startswith("triage.noise")
-    ]
-
-
-def _short_texts(report: Report, protected: str | None) -> None:
-    for finding in _others(report, protected):
+def _short_texts(trim: _Trim) -> None:
+    for finding in trim.others():
         for item in finding.evidence:
-            if len(item.text) > _SHORT_TEXT:
-                item.text = item.text[:_SHORT_TEXT] + "…"
+            item.text = shorten(item.text, _SHORT_TEXT)
 
 
-def _trim_job(report: Report, protected: str | None) -> None:
-    if report.job:
-        report.job.rank_map = report.job.rank_map[:4]
-    report.skipped = report.skipped[:10]
-    report.rank_states = report.rank_states[:8]
+def _trim_job(trim: _Trim) -> None:
+    report = trim.report
+    job = report.job
+    if job and len(job.rank_map) > 4:
+        job.rank_map = job.rank_map[:4]
+        layout = (job.rank_map_note or "").partition("; ")[2]
+        job.rank_map_note = f"{job.nodes - 4} more nodes not listed" + (f"; {layout}" if layout else ".")
+    report.skipped = trim.keep("skipped", report.skipped, 10)
+    report.rank_states = trim.keep("rank_states", report.rank_states, 8)
 
 
-def _minimal(report: Report, protected: str | None) -> None:
-    report.timeline = report.timeline[:3]
+def _minimal(trim: _Trim) -> None:
+    report = trim.report
+    report.timeline = trim.keep("timeline", report.timeline, 3)
     for finding in report.findings:
-        finding.ranks = finding.ranks[:16]
-        finding.nodes = finding.nodes[:4]
-        finding.detail = finding.detail[:160]
-
-
-def _four_evidence_lines(report: Report, protected: str | None) -> None:
-    for finding in _others(report, protected):
-        finding.evidence = finding.evidence[:4]
+        finding.ranks = trim.keep(f"{finding.id} ranks", finding.ranks, 16)
+        finding.nodes = trim.keep(f"{finding.id} nodes", finding.nodes, 4)
+        finding.detail = shorten(finding.detail, _SHORT_DETAIL)
 
 
 REDUCTIONS: tuple[Reduction, ...] = (
     _drop_secondary_commands,
     _shorten_timeline,
     _short_texts,
-    _four_evidence_lines,
+    _evidence_lines(4),
     _drop_info_findings,
-    _one_evidence_line,
+    _evidence_lines(1),
     _trim_job,
     _minimal,
 )
@@ -88,8 +125,10 @@ REDUCTIONS: tuple[Reduction, ...] = (
 
 def fit_to_budget(report: Report, budget: int = BUDGET_BYTES, protected: str | None = None) -> Report:
     """Shrink `report` in place until it fits; `protected` names the root cause's own finding."""
+    trim = _Trim(report, protected)
     for reduce in REDUCTIONS:
         if size_of(report) <= budget:
             break
-        reduce(report, protected)
+        reduce(trim)
+        trim.note_omissions()
     return report
