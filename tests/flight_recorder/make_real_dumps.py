@@ -130,16 +130,16 @@ DUMP_AND_LEAVE = {"size_mismatch"}
 
 def _worker(rank: int, scenario: str, out: str, port: int) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group(
-        "gloo", rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=60)
-    )
+    dist.init_process_group("gloo", rank=rank, world_size=WORLD, timeout=datetime.timedelta(seconds=60))
     store = dist.distributed_c10d._get_default_store()
     SCENARIOS[scenario](rank)
     target = Path(out) / scenario
     (target / "pickle" / f"nccl_trace_rank_{rank}").write_bytes(_dump_fr_trace())
     (target / "json" / f"nccl_trace_rank_{rank}.json").write_bytes(_dump_fr_trace_json())
     store.set(f"dumped/{rank}", str(os.getpid()))
-    if scenario not in DUMP_AND_LEAVE:  # nobody leaves before every rank has dumped; rank 0 serves the store and leaves last
+    if (
+        scenario not in DUMP_AND_LEAVE
+    ):  # nobody leaves before every rank has dumped; rank 0 serves the store and leaves last
         _wait(store, "dumped", range(WORLD))
         if rank == 0:
             _wait(store, "gone", range(1, WORLD))
