@@ -141,6 +141,7 @@ def _salvage_pickle(data: bytes) -> dict[object, object] | None:
     except Exception:  # the cut itself (or garbage right before it); what was built is on the stacks
         pass
     levels = [*getattr(unpickler, "metastack", []), getattr(unpickler, "stack", [])]
+    innermost = True
     for outer, items in zip(reversed(levels[:-1]), reversed(levels[1:]), strict=True):
         container = outer[-1] if outer else None
         if isinstance(container, dict):
@@ -149,7 +150,10 @@ def _salvage_pickle(data: bytes) -> dict[object, object] | None:
                 if isinstance(key, str | int):
                     container[key] = value
         elif isinstance(container, list):
-            container.extend(items)
+            # Below the innermost level, the last item is the container the cut fell in: a
+            # half-built entry is dropped rather than read with fields missing.
+            container.extend(items if innermost else items[:-1])
+        innermost = False
     top = levels[0][0] if levels and levels[0] else None
     return top if isinstance(top, dict) and top else None
 
