@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import pickle
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -24,8 +25,10 @@ BASE_NS = 1_767_225_600_000_000_000  # 2026-01-01T00:00:00Z
 TORCH = "/usr/local/lib/python3.11/site-packages/torch/distributed"
 
 
+@cache
 def stack(function: str, line: int, file: str = "/fsx/code/train.py") -> list[dict[str, object]]:
-    """A recorded stack, innermost first: torch's frames, then the user's."""
+    """A recorded stack, innermost first: torch's frames, then the user's. One object per call
+    site, as PyTorch symbolizes each distinct frame once and the pickle refers back to it."""
     return [
         {"name": "all_reduce", "filename": f"{TORCH}/distributed_c10d.py", "line": 2950},
         {"name": "wrapper", "filename": f"{TORCH}/c10d_logger.py", "line": 83},

@@ -84,10 +84,11 @@ def test_no_exception_escapes_the_reader_and_its_output_is_bounded(
 
 
 def _assert_bounded(dump: RankDump) -> None:
-    assert len(dump.records) <= MAX_ENTRIES
-    for record in dump.records:
-        assert len(record.stack) <= MAX_FRAMES
-        assert len(record.call.op) <= MAX_TEXT and len(record.group) <= MAX_TEXT
+    assert dump.entries <= MAX_ENTRIES
+    assert sum(len(t) for t in [*dump.collectives.values(), *dump.p2p.values()]) <= dump.entries
+    assert all(len(stack) <= MAX_FRAMES for stack in dump.stacks)
+    assert all(len(call.op) <= MAX_TEXT for calls, _ in dump.votes for call in calls)
+    assert all(len(group) <= MAX_TEXT for group in [*dump.collectives, *dump.p2p])
     assert all(len(note) <= MAX_REASON for note in dump.limits)
 
 

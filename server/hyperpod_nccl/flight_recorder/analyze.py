@@ -13,19 +13,21 @@ After the first disagreement in a group the pairing of later calls is unreliable
 stops there. Sends and receives are matched per ordered pair of global ranks, the k-th send
 with the k-th receive in `p2p_seq_id` order, when neither side's ring buffer wrapped.
 
-`Matcher` is fed one rank's dump at a time and keeps only what matching needs — per group and
-sequence number, which ranks issued what — so a thousand ranks' dumps never sit in memory
-together. Pure: no I/O; the order dumps arrive in does not change the result.
+`Matcher` is fed one rank's dump at a time and keeps only what matching needs. Ranks whose
+calls in a group are identical share one history (a thousand data-parallel ranks are a handful
+of histories), and only two ranks of each keep their records for evidence, so a thousand ranks'
+dumps never sit in memory together and matching walks histories, not ranks. Pure: no I/O; the
+order dumps arrive in does not change the result.
 """
 
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from hyperpod_nccl.flight_recorder.model import Call, Frame, GroupConfig, RankDump, Record, State
+from hyperpod_nccl.flight_recorder.model import Call, Frame, GroupConfig, RankDump, State, Trace, Vote
 from hyperpod_nccl.rankset import compress
 
 DEFAULT_GROUP = "0"
@@ -149,9 +151,34 @@ class _Window:
 
 
 @dataclass(slots=True)
-class _Voters:
+class _Exemplar:
+    """A rank whose records stand for its history in evidence."""
+
+    rank: int
+    source: str
+    trace: Trace
+    stacks: list[tuple[Frame, ...]]
+
+
+@dataclass(slots=True)
+class _History:
+    """Ranks whose calls in one group are identical, sequence number for sequence number."""
+
+    seqs: array[int]
+    votes: array[int]  # global vote ids
     ranks: array[int] = field(default_factory=lambda: array("i"))
-    sightings: list[Sighting] = field(default_factory=list)
+    exemplars: list[_Exemplar] = field(default_factory=list)
+    states_known: bool = True
+    positions: dict[int, int] = field(default_factory=dict)  # seq → index, filled when matching
+
+    def at(self, seq: int) -> int | None:
+        if not self.positions:
+            self.positions = {s: i for i, s in enumerate(self.seqs)}
+        return self.positions.get(seq)
+
+    def sightings(self, index: int, votes: list[Vote]) -> list[Sighting]:
+        calls, state = votes[self.votes[index]]
+        return [_sighting(e.rank, e.source, e.trace, index, calls, state, e.stacks) for e in self.exemplars]
 
 
 @dataclass(slots=True)
@@ -161,18 +188,19 @@ class _Rank:
     states_known: bool
     complete_history: bool  # the ring buffer never wrapped: record 0 is still there
     windows: dict[str, _Window] = field(default_factory=dict)
-    enqueued: dict[str, int] = field(default_factory=dict)  # pg_status, where the dump has it
     status: dict[str, tuple[int | None, int | None, int | None]] = field(default_factory=dict)
-    p2p: dict[str, list[Sighting]] = field(default_factory=dict)
+    p2p: dict[str, tuple[Trace, list[int], list[tuple[Frame, ...]]]] = field(default_factory=dict)
     progress: Progress | None = None
 
 
-Vote = tuple[tuple[Call, ...], State]
+Side = dict[int, list[_History]]  # vote id → the histories that issued it at one sequence number
 
 
 class Matcher:
     def __init__(self) -> None:
-        self._votes: dict[str, dict[int, dict[Vote, _Voters]]] = {}
+        self._vote_ids: dict[Vote, int] = {}
+        self._votes: list[Vote] = []
+        self._histories: dict[str, dict[tuple[bytes, bytes], _History]] = {}
         self._ranks: dict[int, _Rank] = {}
         self._configs: dict[str, set[int]] = {}
         self._descs: dict[str, str] = {}
@@ -194,19 +222,32 @@ class Matcher:
             return
         for note in dump.limits:
             self._note(note, rank)
-        states_known = any(r.state != State.SCHEDULED or r.started_ns or r.completed_ns for r in dump.records)
-        if dump.records and not states_known and dump.backend == "gloo":
+        if dump.entries and not dump.states_known and dump.backend == "gloo":
             self._note("gloo records every entry as scheduled: states and times say nothing", rank)
-        complete = not dump.records or min(r.record_id for r in dump.records) == 0
+        complete = dump.earliest_record in (None, 0)
         if not complete:
             self._note("its ring buffer wrapped: the oldest calls are gone", rank)
-        info = _Rank(rank, dump.source, states_known, complete)
+        info = _Rank(rank, dump.source, dump.states_known, complete)
         self._ranks[rank] = info
         self._take_configs(dump)
-        self._take_records(info, dump)
+        ids = [self._vote_id(vote) for vote in dump.votes]
+        for group, trace in dump.collectives.items():
+            self._descs.setdefault(group, trace.desc)
+            if len(trace):
+                self._take_trace(info, trace, array("i", map(ids.__getitem__, trace.votes)), dump.stacks)
+        for group, trace in dump.p2p.items():
+            self._descs.setdefault(group, trace.desc)
+            info.p2p[group] = (trace, ids, dump.stacks)
         for group, status in dump.status.items():
             info.status[group] = (status.enqueued, status.started, status.completed)
-        info.progress = _progress(info, dump)
+        info.progress = self._progress(info)
+
+    def _vote_id(self, vote: Vote) -> int:
+        found = self._vote_ids.get(vote)
+        if found is None:
+            found = self._vote_ids[vote] = len(self._votes)
+            self._votes.append(vote)
+        return found
 
     def _note(self, note: str, rank: int, source: str | None = None) -> None:
         key = f"{source}: {note}" if source else note
@@ -222,28 +263,25 @@ class Matcher:
             if config.desc:
                 self._descs.setdefault(name, config.desc)
 
-    def _take_records(self, info: _Rank, dump: RankDump) -> None:
-        calls: dict[tuple[str, int], list[Record]] = {}
-        for record in dump.records:
-            self._descs.setdefault(record.group, record.desc)
-            if record.is_p2p:
-                info.p2p.setdefault(record.group, []).append(_sighting(info, record, (record.call,)))
-            else:
-                calls.setdefault((record.group, record.seq), []).append(record)
-        for (group, seq), records in calls.items():
-            vote = (tuple(r.call for r in records), min(r.state for r in records))
-            voters = self._votes.setdefault(group, {}).setdefault(seq, {}).setdefault(vote, _Voters())
-            voters.ranks.append(info.rank)
-            last = records[-1]
-            if len(voters.sightings) < _EXEMPLARS:
-                voters.sightings.append(_sighting(info, last, vote[0], vote[1]))
-            window = info.windows.get(group)
-            if window is None:
-                info.windows[group] = _Window(seq, seq, _sighting(info, last, vote[0], vote[1]))
-            elif seq > window.last:
-                window.last, window.last_sighting = seq, _sighting(info, last, vote[0], vote[1])
-            elif seq < window.first:
-                window.first = seq
+    def _take_trace(
+        self, info: _Rank, trace: Trace, votes: array[int], stacks: list[tuple[Frame, ...]]
+    ) -> None:
+        histories = self._histories.setdefault(trace.group, {})
+        key = (trace.seqs.tobytes(), votes.tobytes())
+        history = histories.get(key)
+        if history is None:
+            history = histories[key] = _History(trace.seqs, votes)
+        history.ranks.append(info.rank)
+        history.states_known = history.states_known and info.states_known
+        if len(history.exemplars) < _EXEMPLARS:
+            history.exemplars.append(_Exemplar(info.rank, info.source, trace, stacks))
+        last = len(trace) - 1
+        calls, state = self._votes[votes[last]]
+        info.windows[trace.group] = _Window(
+            trace.seqs[0],
+            trace.seqs[last],
+            _sighting(info.rank, info.source, trace, last, calls, state, stacks),
+        )
 
     def result(self) -> Analysis:
         dumped = sorted(self._ranks)
@@ -269,7 +307,9 @@ class Matcher:
         )
 
     def _groups(self, world: list[int]) -> list[Group]:
-        names = set(self._votes) | {g for info in self._ranks.values() for g in info.p2p} | set(self._configs)
+        names = (
+            set(self._histories) | {g for info in self._ranks.values() for g in info.p2p} | set(self._configs)
+        )
         groups = []
         for name in sorted(names, key=lambda n: (n != DEFAULT_GROUP, len(n), n)):
             members = self._configs.get(name)
@@ -293,29 +333,60 @@ class Matcher:
         return 0 if info.complete_history else None
 
     def _collective_disagreement(self, group: Group) -> list[Disagreement]:
-        by_seq = self._votes.get(group.name, {})
-        members = [r for r in group.members if r in self._ranks]
-        last = {r: self._last(self._ranks[r], group.name) for r in members}
-        for seq in sorted(by_seq):
-            votes = by_seq[seq]
-            present = {r for voters in votes.values() for r in voters.ranks}
-            found = _call_mismatch(group, seq, votes)
+        histories = list(self._histories.get(group.name, {}).values())
+        lasts = sorted(
+            (last, r)
+            for r in group.members
+            if r in self._ranks and (last := self._last(self._ranks[r], group.name)) is not None
+        )
+        for seq in sorted(set().union(*(h.seqs for h in histories))):
+            side: Side = {}
+            for history in histories:
+                index = history.at(seq)
+                if index is not None:
+                    side.setdefault(history.votes[index], []).append(history)
+            found = self._call_mismatch(group, seq, side)
             if found is None:
-                missing = sorted(
-                    r for r in members if r not in present and last[r] is not None and last[r] < seq
-                )
-                found = self._missing(group, seq, votes, missing) if missing else None
+                missing = [r for last, r in lasts[: bisect_left(lasts, (seq, -1))]]
+                found = self._missing(group, seq, side, sorted(missing)) if missing else None
             if found is None:
-                found = self._state_mismatch(group, seq, votes)
+                found = self._state_mismatch(group, seq, side)
             if found is not None:
                 return [found]
         return []
 
-    def _missing(
-        self, group: Group, seq: int, votes: dict[Vote, _Voters], missing: list[int]
-    ) -> Disagreement:
-        expected = _issued(max(votes.items(), key=lambda item: len(item[1].ranks)))
-        everyone = tuple(sorted(r for voters in votes.values() for r in voters.ranks))
+    def _issued(self, seq: int, vote: int, histories: list[_History]) -> Issued:
+        calls, state = self._votes[vote]
+        ranks = tuple(sorted(r for h in histories for r in h.ranks))
+        sightings = [s for h in histories for s in h.sightings(h.at(seq) or 0, self._votes)]
+        return Issued(calls, state, ranks, tuple(sorted(sightings, key=lambda s: s.rank)[:_EXEMPLARS]))
+
+    def _merged(self, seq: int, side: Side) -> Issued:
+        """Votes that agree on the calls (their states may differ) as one side."""
+        biggest = max(side, key=lambda vote: sum(len(h.ranks) for h in side[vote]))
+        first = self._issued(seq, biggest, side[biggest])
+        ranks = tuple(sorted(r for histories in side.values() for h in histories for r in h.ranks))
+        return Issued(first.calls, first.state, ranks, first.sightings)
+
+    def _call_mismatch(self, group: Group, seq: int, side: Side) -> Disagreement | None:
+        """Members issued different calls at `seq`: the largest side is expected, the rest are
+        culprits (on a tie, the side with the lowest rank is taken as expected)."""
+        by_calls: dict[tuple[Call, ...], Side] = {}
+        for vote, histories in side.items():
+            by_calls.setdefault(self._votes[vote][0], {})[vote] = histories
+        if len(by_calls) < 2:
+            return None
+        sides = sorted(
+            (self._merged(seq, part) for part in by_calls.values()), key=lambda s: (-len(s.ranks), s.ranks[0])
+        )
+        expected, found = sides[0], tuple(sides[1:])
+        kinds = [_difference(expected.calls, other.calls) for other in found]
+        kind = min(kinds, key=[Kind.OP, Kind.SIZE, Kind.DTYPE].index)
+        culprits = tuple(sorted(r for other in found for r in other.ranks))
+        return Disagreement(kind, group, seq, culprits, expected, found, _created(expected, *found))
+
+    def _missing(self, group: Group, seq: int, side: Side, missing: list[int]) -> Disagreement:
+        expected = self._merged(seq, side)
         lasts: dict[tuple[tuple[Call, ...], State, int], list[Sighting]] = {}
         for rank in missing:
             window = self._ranks[rank].windows.get(group.name)
@@ -326,37 +397,35 @@ class Matcher:
             Issued(calls, state, tuple(s.rank for s in seen), tuple(seen[:_EXEMPLARS]))
             for (calls, state, _), seen in sorted(lasts.items(), key=lambda item: -len(item[1]))
         )
-        return Disagreement(
-            Kind.MISSING, group, seq, tuple(missing), _with_ranks(expected, everyone), found, _created(votes)
-        )
+        return Disagreement(Kind.MISSING, group, seq, tuple(missing), expected, found, _created(expected))
 
-    def _state_mismatch(self, group: Group, seq: int, votes: dict[Vote, _Voters]) -> Disagreement | None:
-        known = {vote: voters for vote, voters in votes.items() if self._states_known(voters)}
-        states = {vote[1] for vote in known}
+    def _state_mismatch(self, group: Group, seq: int, side: Side) -> Disagreement | None:
+        known = {vote: [h for h in histories if h.states_known] for vote, histories in side.items()}
+        known = {vote: histories for vote, histories in known.items() if histories}
+        states = {self._votes[vote][1] for vote in known}
         if len(states) < 2:
             return None
         most = max(states)
-        ahead = [v for v in known.items() if v[0][1] == most]
-        behind = [v for v in known.items() if v[0][1] != most]
-        expected = _merge(ahead)
-        found = tuple(_issued(item) for item in sorted(behind, key=lambda item: item[0][1]))
+        expected = self._merged(seq, {v: h for v, h in known.items() if self._votes[v][1] == most})
+        behind = sorted((v for v in known if self._votes[v][1] != most), key=lambda v: self._votes[v][1])
+        found = tuple(self._issued(seq, vote, known[vote]) for vote in behind)
         culprits = tuple(sorted(r for issued in found for r in issued.ranks))
-        return Disagreement(Kind.STATE, group, seq, culprits, expected, found, _created(votes))
-
-    def _states_known(self, voters: _Voters) -> bool:
-        return all(self._ranks[r].states_known for r in voters.ranks)
+        return Disagreement(Kind.STATE, group, seq, culprits, expected, found, _created(expected, *found))
 
     def _p2p_disagreements(self, group: Group) -> list[Disagreement]:
         members = sorted(group.members)
         sends: dict[tuple[int, int], list[Sighting]] = {}
         recvs: dict[tuple[int, int], list[Sighting]] = {}
         for info in self._ranks.values():
-            for sighting in info.p2p.get(group.name, []):
-                call = sighting.calls[0]
-                pair = _global_pair(call, members)
-                if pair is None:
-                    continue
-                (sends if call.op == "send" else recvs).setdefault(pair, []).append(sighting)
+            if group.name not in info.p2p:
+                continue
+            trace, ids, stacks = info.p2p[group.name]
+            for index in range(len(trace)):
+                calls, state = self._votes[ids[trace.votes[index]]]
+                pair = _global_pair(calls[0], members)
+                if pair is not None:
+                    sighting = _sighting(info.rank, info.source, trace, index, calls, state, stacks)
+                    (sends if calls[0].op == "send" else recvs).setdefault(pair, []).append(sighting)
         found = []
         for pair in sorted(set(sends) | set(recvs)):
             src, dst = pair
@@ -389,19 +458,71 @@ class Matcher:
 
     def _all_inside(self, group: Group) -> tuple[Group, int, list[int]] | None:
         """Every dumped member started the same last collective and none completed it (NCCL)."""
-        by_seq = self._votes.get(group.name, {})
-        if not by_seq:
+        histories = list(self._histories.get(group.name, {}).values())
+        if not histories:
             return None
-        seq = max(by_seq)
-        votes = by_seq[seq]
+        seq = max(h.seqs[-1] for h in histories)
+        votes = {h.votes[i] for h in histories if (i := h.at(seq)) is not None}
         members = [r for r in group.members if r in self._ranks]
-        ranks = sorted(r for voters in votes.values() for r in voters.ranks)
+        ranks = sorted(r for h in histories if h.at(seq) is not None for r in h.ranks)
         if len(votes) != 1 or ranks != members or len(members) < 2:
             return None
-        ((vote, voters),) = votes.items()
-        if vote[1] != State.STARTED or not self._states_known(voters):
+        if self._votes[votes.pop()][1] != State.STARTED or not all(h.states_known for h in histories):
             return None
         return group, seq, ranks
+
+    def _progress(self, info: _Rank) -> Progress | None:
+        """The default group's progress: pg_status where the dump has it, else its records."""
+        window = info.windows.get(DEFAULT_GROUP)
+        status = info.status.get(DEFAULT_GROUP)
+        if window is None and status is None:
+            return None
+        enqueued, started, completed = status or (None, None, None)
+        history = self._history_of(info.rank, DEFAULT_GROUP)
+        if enqueued is None and window is not None:
+            enqueued = window.last
+        if info.states_known and history is not None:
+            states = [
+                (seq, self._votes[vote][1]) for seq, vote in zip(history.seqs, history.votes, strict=True)
+            ]
+            if started is None:
+                started = max((seq for seq, state in states if state >= State.STARTED), default=None)
+            if completed is None:
+                completed = max((seq for seq, state in states if state == State.COMPLETED), default=None)
+        last = window.last_sighting if window else None
+        return Progress(info.rank, info.source, enqueued, started, completed, last, info.states_known)
+
+    def _history_of(self, rank: int, group: str) -> _History | None:
+        for history in self._histories.get(group, {}).values():
+            if history.ranks and history.ranks[-1] == rank:  # the one this rank was just added to
+                return history
+        return None
+
+
+def _sighting(
+    rank: int,
+    source: str,
+    trace: Trace,
+    index: int,
+    calls: tuple[Call, ...],
+    state: State,
+    stacks: list[tuple[Frame, ...]],
+) -> Sighting:
+    return Sighting(
+        rank,
+        source,
+        trace.record_ids[index],
+        trace.seqs[index],
+        calls,
+        state,
+        stacks[trace.stacks[index]],
+        trace.created[index] or None,
+    )
+
+
+def _created(*sides: Issued) -> int | None:
+    times = [s.created_ns for side in sides for s in side.sightings if s.created_ns]
+    return min(times, default=None)
 
 
 def _ranks_label(ranks: list[int]) -> str:
@@ -411,58 +532,6 @@ def _ranks_label(ranks: list[int]) -> str:
 def _is_gloo_world(config: GroupConfig) -> bool:
     """gloo lists the world under an empty group name, with an empty description."""
     return config.name == "" and not config.desc
-
-
-def _sighting(info: _Rank, record: Record, calls: tuple[Call, ...], state: State | None = None) -> Sighting:
-    return Sighting(
-        info.rank,
-        info.source,
-        record.record_id,
-        record.seq,
-        calls,
-        record.state if state is None else state,
-        record.stack,
-        record.created_ns,
-    )
-
-
-def _issued(item: tuple[Vote, _Voters]) -> Issued:
-    (calls, state), voters = item
-    return Issued(calls, state, tuple(sorted(voters.ranks)), tuple(voters.sightings))
-
-
-def _with_ranks(issued: Issued, ranks: tuple[int, ...]) -> Issued:
-    return Issued(issued.calls, issued.state, ranks, issued.sightings)
-
-
-def _merge(items: list[tuple[Vote, _Voters]]) -> Issued:
-    """Several votes that agree on the calls (their states may differ) as one side."""
-    first = _issued(max(items, key=lambda item: len(item[1].ranks)))
-    ranks = tuple(sorted(r for _, voters in items for r in voters.ranks))
-    return _with_ranks(first, ranks)
-
-
-def _created(votes: dict[Vote, _Voters]) -> int | None:
-    times = [s.created_ns for voters in votes.values() for s in voters.sightings if s.created_ns]
-    return min(times, default=None)
-
-
-def _call_mismatch(group: Group, seq: int, votes: dict[Vote, _Voters]) -> Disagreement | None:
-    """Members issued different calls at `seq`: the largest side is expected, the rest are culprits
-    (on a tie, the side with the lowest rank is taken as expected)."""
-    by_calls: dict[tuple[Call, ...], list[tuple[Vote, _Voters]]] = {}
-    for vote, voters in votes.items():
-        by_calls.setdefault(vote[0], []).append((vote, voters))
-    if len(by_calls) < 2:
-        return None
-    sides = sorted(
-        (_merge(items) for items in by_calls.values()), key=lambda side: (-len(side.ranks), side.ranks[0])
-    )
-    expected, found = sides[0], tuple(sides[1:])
-    kinds = [_difference(expected.calls, other.calls) for other in found]
-    kind = min(kinds, key=[Kind.OP, Kind.SIZE, Kind.DTYPE].index)
-    culprits = tuple(sorted(r for other in found for r in other.ranks))
-    return Disagreement(kind, group, seq, culprits, expected, found, _created(votes))
 
 
 def _difference(expected: tuple[Call, ...], other: tuple[Call, ...]) -> Kind:
@@ -521,37 +590,3 @@ def _p2p(kind: Kind, group: Group, mine: Sighting, theirs: Sighting | None, culp
     expected = Issued(mine.calls, mine.state, (mine.rank,), (mine,))
     found = () if theirs is None else (Issued(theirs.calls, theirs.state, (theirs.rank,), (theirs,)),)
     return Disagreement(kind, group, mine.seq, (culprit,), expected, found, mine.created_ns)
-
-
-def _progress(info: _Rank, dump: RankDump) -> Progress | None:
-    """The default group's progress: pg_status where the dump has it, else its records."""
-    window = info.windows.get(DEFAULT_GROUP)
-    status = info.status.get(DEFAULT_GROUP)
-    if window is None and status is None:
-        return None
-    records = [r for r in dump.records if r.group == DEFAULT_GROUP and not r.is_p2p]
-    enqueued, started, completed = status or (None, None, None)
-    if enqueued is None and records:
-        enqueued = max(r.seq for r in records)
-    if info.states_known:
-        started = (
-            started if started is not None else _highest(r.seq for r in records if r.state >= State.STARTED)
-        )
-        completed = (
-            completed
-            if completed is not None
-            else _highest(r.seq for r in records if r.state == State.COMPLETED)
-        )
-    return Progress(
-        info.rank,
-        info.source,
-        enqueued,
-        started,
-        completed,
-        window.last_sighting if window else None,
-        info.states_known,
-    )
-
-
-def _highest(values: Iterable[int]) -> int | None:
-    return max(values, default=None)

@@ -14,13 +14,14 @@ frames, stacks and calls are interned so one dump holds each distinct one once.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Literal, TypeVar
+from operator import itemgetter
+from typing import Literal
 
 Encoding = Literal["pickle", "json"]
-_T = TypeVar("_T")
 
 MAX_ENTRIES = 100_000  # the ring buffer holds 2,000 by default; nobody keeps fifty times that
 MAX_FRAMES = 64  # frames kept per entry, innermost first (the call site is within the first few)
@@ -92,23 +93,39 @@ def _dims(size: tuple[int, ...]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One Flight Recorder entry."""
+    """One call of one rank, as evidence quotes it (coalesced ops that share a sequence number
+    are one call)."""
 
     record_id: int
+    group: str
+    desc: str
+    is_p2p: bool
+    seq: int
+    calls: tuple[Call, ...]
+    state: State
+    stack: tuple[Frame, ...]
+    created_ns: int | None
+
+
+Vote = tuple[tuple[Call, ...], State]  # what a rank issued at one sequence number, and how far it got
+
+
+@dataclass(slots=True)
+class Trace:
+    """One rank's calls in one process group, oldest first, as parallel arrays: a thousand
+    ranks' two thousand entries each must fit in memory and cross process boundaries fast."""
+
     group: str  # process group name: "0" for the default group, "1", … or a hash for split groups
     desc: str  # its description: default_pg, dp_group, pipeline_stage_1, undefined
-    pg_id: int | None
-    is_p2p: bool
-    seq: int  # collective_seq_id, or p2p_seq_id for a send / recv
-    op_id: int | None
-    call: Call
-    state: State
-    created_ns: int | None = None
-    started_ns: int | None = None
-    completed_ns: int | None = None
-    retired: bool | None = None
-    timeout_ms: int | None = None
-    stack: tuple[Frame, ...] = ()
+    is_p2p: bool = False
+    seqs: array[int] = field(default_factory=lambda: array("q"))  # collective_seq_id (p2p_seq_id)
+    votes: array[int] = field(default_factory=lambda: array("i"))  # index into RankDump.votes
+    record_ids: array[int] = field(default_factory=lambda: array("q"))
+    stacks: array[int] = field(default_factory=lambda: array("i"))  # index into RankDump.stacks
+    created: array[int] = field(default_factory=lambda: array("q"))  # time_created_ns, 0 unknown
+
+    def __len__(self) -> int:
+        return len(self.seqs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +153,36 @@ class RankDump:
     comm_lib_version: str | None = None
     configs: dict[str, GroupConfig] = field(default_factory=dict)
     status: dict[str, GroupStatus] = field(default_factory=dict)  # by group name (pg_id when unknown)
-    records: list[Record] = field(default_factory=list)
+    votes: list[Vote] = field(default_factory=list)
+    stacks: list[tuple[Frame, ...]] = field(default_factory=lambda: [()])
+    collectives: dict[str, Trace] = field(default_factory=dict)  # by group name
+    p2p: dict[str, Trace] = field(default_factory=dict)  # sends and receives, one entry each
+    entries: int = 0  # entries read
+    earliest_record: int | None = None
+    states_known: bool = False  # any entry started or completed: gloo leaves every one scheduled
+    backend: str = ""
     has_frames: bool = False
     limits: list[str] = field(default_factory=list)
 
-    @property
-    def backend(self) -> str:
-        return next((r.call.backend for r in self.records if r.call.backend), "")
+    def record(self, trace: Trace, index: int) -> Record:
+        calls, state = self.votes[trace.votes[index]]
+        return Record(
+            trace.record_ids[index],
+            trace.group,
+            trace.desc,
+            trace.is_p2p,
+            trace.seqs[index],
+            calls,
+            state,
+            self.stacks[trace.stacks[index]],
+            trace.created[index] or None,
+        )
+
+    def records(self) -> list[Record]:
+        """Every call, in record order (for evidence and tests; analysis reads the traces)."""
+        traces = [*self.collectives.values(), *self.p2p.values()]
+        found = [self.record(trace, i) for trace in traces for i in range(len(trace))]
+        return sorted(found, key=lambda r: r.record_id)
 
 
 class NotADump(ValueError):
@@ -157,7 +197,6 @@ def parse_dump(data: object, source: str, rank: int | None, encoding: Encoding) 
     dump.version = _text(data.get("version")) or None
     dump.comm_lib_version = _text(data.get("comm_lib_version")) or None
     dump.configs = _configs(data.get("pg_config"))
-    interner = _Interner()
     entries = data.get("entries", [])
     if not isinstance(entries, list):
         dump.limits.append("its entries are not a list: no collective could be read")
@@ -165,91 +204,167 @@ def parse_dump(data: object, source: str, rank: int | None, encoding: Encoding) 
     if len(entries) > MAX_ENTRIES:
         dump.limits.append(f"{len(entries)} entries: only the last {MAX_ENTRIES} were read")
         entries = entries[-MAX_ENTRIES:]
-    malformed = 0
-    for entry in entries:
-        record = _record(entry, interner) if isinstance(entry, dict) else None
-        if record is None:
-            malformed += 1
-        else:
-            dump.records.append(record)
+    builder = _Builder(dump)
+    malformed = sum(1 for entry in entries if not builder.add(entry))
     if malformed:
         dump.limits.append(f"{malformed} malformed entr{'ies' if malformed > 1 else 'y'} skipped")
-    dump.has_frames = any(isinstance(e, dict) and "frames" in e for e in entries)
     if entries and not dump.has_frames:
         dump.limits.append("no Python frames (a JSON dump, or stack traces were not captured)")
-    dump.status = _status(data.get("pg_status"), dump.records)
+    dump.status = _status(data.get("pg_status"), builder.pg_ids)
     return dump
 
 
-class _Interner:
-    """One object per distinct frame, stack and call, so a dump holds each once."""
+class _Builder:
+    """Appends entries to their group's trace, each distinct call, vote, frame and stack once.
 
-    def __init__(self) -> None:
-        self.frames: dict[int, tuple[Frame, ...]] = {}  # keyed by id() of the decoded frames list
-        self.values: dict[object, object] = {}
+    Calls are recognised by their raw fields before they are validated, and stacks by the
+    identity of the decoded frames: a training loop repeats a handful of calls two thousand
+    times, and validating each once is what keeps a thousand dumps to seconds."""
 
-    def get(self, value: _T) -> _T:
-        return self.values.setdefault(value, value)  # type: ignore[return-value]
+    def __init__(self, dump: RankDump) -> None:
+        self.dump = dump
+        self.call_ids: dict[object, int] = {}  # raw fields → index in calls (-1: malformed)
+        self.calls: list[Call] = []
+        self.vote_ids: dict[tuple[tuple[int, ...], State], int] = {}
+        self.vote_calls: list[tuple[int, ...]] = []  # the call indices of each vote
+        self.frames: dict[int, Frame | None] = {}  # id() of a decoded frame dict
+        self.stack_ids: dict[tuple[int, ...], int] = {(): 0}  # id()s of a stack's frame dicts
+        self.traces: dict[tuple[object, bool], Trace] = {}
+        self.pg_ids: dict[str, str] = {}  # pg_id → group name
 
-    def stack(self, frames: object) -> tuple[Frame, ...]:
-        if not isinstance(frames, list):
-            return ()
-        known = self.frames.get(id(frames))
-        if known is not None:
-            return known
-        stack = self.get(tuple(f for f in (self._frame(item) for item in frames[:MAX_FRAMES]) if f))
-        self.frames[id(frames)] = stack
-        return stack
+    def add(self, entry: object) -> bool:
+        if type(entry) is not dict:
+            return False
+        try:
+            rid, name, is_p2p, cseq, pseq, state_name = _FAST(entry)
+        except KeyError:
+            rid = name = is_p2p = cseq = pseq = state_name = None
+        if type(rid) is not int or not _INT_MIN <= rid <= _INT_MAX or type(name) is not str:
+            rid, name = _int(entry.get("record_id")), entry.get("profiling_name")
+            if rid is None or not isinstance(name, str):
+                return False
+        call = self._call(name, entry)
+        if call < 0:
+            return False
+        if type(is_p2p) is not bool:
+            is_p2p = self.calls[call].op in ("send", "recv")
+        seq = pseq if is_p2p else cseq
+        if type(seq) is not int or not _INT_MIN <= seq <= _INT_MAX:
+            seq = _int(entry.get("p2p_seq_id" if is_p2p else "collective_seq_id"))
+            seq = _int(entry.get("seq_id")) if seq is None else seq  # the field's name before format 2.0
+            if seq is None:
+                return False
+        state = _STATES.get(state_name) if type(state_name) is str else None
+        if state is None:
+            state = _state(entry)
+        self._append(entry, rid, call, is_p2p, seq, state)
+        return True
+
+    def _append(
+        self, entry: dict[object, object], rid: int, call: int, is_p2p: bool, seq: int, state: State
+    ) -> None:
+        dump = self.dump
+        dump.entries += 1
+        if state != State.SCHEDULED:
+            dump.states_known = True
+        if dump.earliest_record is None or rid < dump.earliest_record:
+            dump.earliest_record = rid
+        trace = self._trace(entry, is_p2p)
+        if not is_p2p and trace.seqs and trace.seqs[-1] == seq:  # a coalesced launch: one call
+            earlier = trace.votes[-1]
+            trace.votes[-1] = self._vote(
+                (*self.vote_calls[earlier], call), min(self.dump.votes[earlier][1], state)
+            )
+            trace.record_ids[-1] = rid
+            return
+        frames = entry.get("frames")
+        trace.seqs.append(seq)
+        trace.votes.append(self._vote((call,), state))
+        trace.record_ids.append(rid)
+        trace.stacks.append(self._stack(frames) if frames is not None else 0)
+        trace.created.append(_time(entry.get("time_created_ns")) or 0)
+
+    def _trace(self, entry: dict[object, object], is_p2p: bool) -> Trace:
+        group = entry.get("process_group")
+        try:
+            key = (tuple(group) if type(group) is list else group, is_p2p)
+            trace = self.traces.get(key)
+        except TypeError:  # an unhashable group: no dump has one; named the slow way below
+            key, trace = None, None
+        if trace is None:
+            name, desc = _group_of(entry)
+            traces = self.dump.p2p if is_p2p else self.dump.collectives
+            trace = traces.get(name)
+            if trace is None:
+                trace = traces[name] = Trace(name, desc, is_p2p)
+                pg_id = _int(entry.get("pg_id"))
+                if pg_id is not None:
+                    self.pg_ids.setdefault(str(pg_id), name)
+            if key is not None:
+                self.traces[key] = trace
+        return trace
+
+    def _call(self, name: str, entry: dict[object, object]) -> int:
+        """The index of the entry's call in `calls`, or -1 when the entry is malformed."""
+        try:
+            raw = _SIZES(entry)
+        except KeyError:
+            raw = tuple(entry.get(key) for key in _SIZE_KEYS)
+        try:  # repr, not the values: sizes are lists, and repr tells 1 from "1" and True
+            key: str | None = repr((name, raw))
+            index = self.call_ids.get(key)  # type: ignore[arg-type]
+        except RecursionError:  # nested deeper than any dump: validated, never cached
+            key, index = None, None
+        if index is None:
+            call = _call(name, entry)
+            index = -1 if call is None else len(self.calls)
+            if call is not None:
+                self.calls.append(call)
+                self.dump.backend = self.dump.backend or call.backend
+            if key is not None:
+                self.call_ids[key] = index
+        return index
+
+    def _vote(self, calls: tuple[int, ...], state: State) -> int:
+        key = (calls, state)
+        index = self.vote_ids.get(key)
+        if index is None:
+            index = self.vote_ids[key] = len(self.dump.votes)
+            self.dump.votes.append((tuple(self.calls[i] for i in calls), state))
+            self.vote_calls.append(calls)
+        return index
+
+    def _stack(self, frames: object) -> int:
+        if type(frames) is not list:
+            return 0
+        self.dump.has_frames = True
+        kept = frames[:MAX_FRAMES]
+        key = tuple(map(id, kept))
+        index = self.stack_ids.get(key)
+        if index is None:
+            stack = tuple(frame for item in kept if (frame := self._frame(item)) is not None)
+            index = self.stack_ids[key] = len(self.dump.stacks)
+            self.dump.stacks.append(stack)
+        return index
 
     def _frame(self, item: object) -> Frame | None:
-        if not isinstance(item, dict):
-            return None
-        line = item.get("line")
-        return self.get(
-            Frame(
-                _text(item.get("name")) or "?",
-                _text(item.get("filename")) or "?",
-                line if _is_int(line) else 0,
-            )
-        )
+        key = id(item)
+        if key not in self.frames:
+            self.frames[key] = _frame(item)
+        return self.frames[key]
 
 
-def _record(entry: dict[object, object], interner: _Interner) -> Record | None:
-    record_id = _int(entry.get("record_id"))
-    name = _text(entry.get("profiling_name"))
-    if record_id is None or not name:
+_SIZE_KEYS = ("input_sizes", "input_dtypes", "output_sizes", "output_dtypes")
+_SIZES = itemgetter(*_SIZE_KEYS)
+_FAST = itemgetter("record_id", "profiling_name", "is_p2p", "collective_seq_id", "p2p_seq_id", "state")
+
+
+def _frame(item: object) -> Frame | None:
+    if not isinstance(item, dict):
         return None
-    group, desc = _group_of(entry)
-    call = _call(name, entry, interner)
-    if call is None:
-        return None
-    is_p2p = entry.get("is_p2p")
-    if not isinstance(is_p2p, bool):
-        is_p2p = call.op in ("send", "recv")
-    seq = _int(entry.get("p2p_seq_id" if is_p2p else "collective_seq_id"))
-    if seq is None:
-        seq = _int(entry.get("seq_id"))  # the field's name before format 2.0
-    if seq is None:
-        return None
-    started = _time(entry.get("time_discovered_started_ns"))
-    completed = _time(entry.get("time_discovered_completed_ns"))
-    retired = entry.get("retired")
-    return Record(
-        record_id=record_id,
-        group=group,
-        desc=desc,
-        pg_id=_int(entry.get("pg_id")),
-        is_p2p=is_p2p,
-        seq=seq,
-        op_id=_int(entry.get("op_id")),
-        call=call,
-        state=_state(entry.get("state"), started, completed),
-        created_ns=_time(entry.get("time_created_ns")),
-        started_ns=started,
-        completed_ns=completed,
-        retired=retired if isinstance(retired, bool) else None,
-        timeout_ms=_int(entry.get("timeout_ms")),
-        stack=interner.stack(entry.get("frames")),
+    line = item.get("line")
+    return Frame(
+        _text(item.get("name")) or "?", _text(item.get("filename")) or "?", line if _is_int(line) else 0
     )
 
 
@@ -261,7 +376,7 @@ def _group_of(entry: dict[object, object]) -> tuple[str, str]:
     return (str(pg_id) if pg_id is not None else "?"), "undefined"
 
 
-def _call(name: str, entry: dict[object, object], interner: _Interner) -> Call | None:
+def _call(name: str, entry: dict[object, object]) -> Call | None:
     parsed = _PROFILING_NAME.match(name)
     if parsed is None:
         return None
@@ -271,17 +386,15 @@ def _call(name: str, entry: dict[object, object], interner: _Interner) -> Call |
         src, dst = int(send.group(1)), int(send.group(2))
     elif peer and (recv := _RECV.match(peer)) and op == "recv":
         dst, src = int(recv.group(1)), int(recv.group(2))
-    return interner.get(
-        Call(
-            backend=(parsed.group("backend") or "")[:MAX_TEXT],
-            op=op[:MAX_TEXT],
-            input_sizes=_sizes(entry.get("input_sizes")),
-            output_sizes=_sizes(entry.get("output_sizes")),
-            input_dtypes=_dtypes(entry.get("input_dtypes")),
-            output_dtypes=_dtypes(entry.get("output_dtypes")),
-            src=src,
-            dst=dst,
-        )
+    return Call(
+        backend=_text(parsed.group("backend") or ""),
+        op=_text(op),
+        input_sizes=_sizes(entry.get("input_sizes")),
+        output_sizes=_sizes(entry.get("output_sizes")),
+        input_dtypes=_dtypes(entry.get("input_dtypes")),
+        output_dtypes=_dtypes(entry.get("output_dtypes")),
+        src=src,
+        dst=dst,
     )
 
 
@@ -301,12 +414,11 @@ def _dtypes(value: object) -> tuple[str, ...]:
     return tuple(_text(d) for d in value[:MAX_TENSORS] if isinstance(d, str))
 
 
-def _state(value: object, started: int | None, completed: int | None) -> State:
-    if isinstance(value, str) and value in _STATES:
-        return _STATES[value]
-    if completed is not None:
+def _state(entry: dict[object, object]) -> State:
+    """From the times when the state itself is missing or unknown."""
+    if _time(entry.get("time_discovered_completed_ns")):
         return State.COMPLETED
-    return State.STARTED if started is not None else State.SCHEDULED
+    return State.STARTED if _time(entry.get("time_discovered_started_ns")) else State.SCHEDULED
 
 
 def _configs(value: object) -> dict[str, GroupConfig]:
@@ -334,16 +446,15 @@ def _ranks(value: object) -> tuple[int, ...] | None:
     return None
 
 
-def _status(value: object, records: list[Record]) -> dict[str, GroupStatus]:
+def _status(value: object, pg_ids: dict[str, str]) -> dict[str, GroupStatus]:
     """pg_status is keyed by the rank-local pg_id; the entries say which group name each id is."""
     if not isinstance(value, dict):
         return {}
-    names = {str(r.pg_id): r.group for r in records if r.pg_id is not None}
     status = {}
     for key, fields in value.items():
         if isinstance(fields, Mapping):
-            pg_id = _text(key)
-            status[names.get(pg_id, f"pg_id {pg_id}")] = GroupStatus(
+            pg_id = _text(key) if isinstance(key, str) else str(_int(key))
+            status[pg_ids.get(pg_id, f"pg_id {pg_id}")] = GroupStatus(
                 _seq(fields.get("last_enqueued_collective")),
                 _seq(fields.get("last_started_collective")),
                 _seq(fields.get("last_completed_collective")),

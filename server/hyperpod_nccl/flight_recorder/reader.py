@@ -36,7 +36,7 @@ from hyperpod_nccl.flight_recorder.model import Encoding, NotADump, RankDump, pa
 
 MAX_DUMP_BYTES = 64 << 20  # a 2,000-entry dump with stacks is well under 1 MB
 DECODE_HEADROOM = 1 << 30  # address space a decoding worker may add to what it starts with
-MAX_WORKERS = 4
+MAX_WORKERS = 8  # decoding is CPU-bound: one worker per core, up to this many
 _PICKLE_PROTOCOL_OPCODE = 0x80
 _SNIFF_BYTES = 64
 
