@@ -48,12 +48,14 @@ def generate(out: Path, ranks: int, entries: int, culprit: int) -> Path:
         steps = entries // 2 + 1
         for step in range(steps):
             last = step == steps - 1
-            trace.collective("all_gather_into_tensor", [4096], group=tp, where=("forward", 61),
-                             output=[4096 * TP])
+            trace.collective(
+                "all_gather_into_tensor", [4096], group=tp, where=("forward", 61), output=[4096 * TP]
+            )
             if last and rank == culprit:
                 break
-            trace.collective("all_reduce", [65536], state="started" if last else "completed",
-                             where=("sync_gradients", 88))
+            trace.collective(
+                "all_reduce", [65536], state="started" if last else "completed", where=("sync_gradients", 88)
+            )
         (dumps / f"nccl_trace_rank_{rank}").write_bytes(pickle.dumps(trace.dump(buffer=entries), protocol=2))
     done.write_text(f"{time.perf_counter() - started:.1f} s\n")
     return dumps
