@@ -7,7 +7,7 @@ against what the logs say.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from hyperpod_nccl.flight_recorder.analyze import Analysis, Disagreement, Group, Issued, Kind, Sighting
@@ -40,7 +40,6 @@ class Cause:
     ranks: list[int]
     confidence: Confidence
     finding_id: str
-    chain: list[str] = field(default_factory=list)
 
 
 # Kind → finding id, title verb and reference. Weights sit just above the log-based verdicts they
@@ -240,6 +239,9 @@ def _coverage(analysis: Analysis, unreadable: list[Unreadable]) -> Finding:
         for g in analysis.groups[:6]
     )
     parts = [f"{len(analysis.dumped)} dump{'s' if len(analysis.dumped) != 1 else ''} read ({groups})"]
+    progress = _progress_summary(analysis)
+    if progress:
+        parts.append(f"default group progress: {progress}")
     if analysis.missing_dumps:
         parts.append(f"no dump from {_who(analysis.missing_dumps)}: nothing is known of their calls")
     if unreadable:
@@ -254,6 +256,25 @@ def _coverage(analysis: Analysis, unreadable: list[Unreadable]) -> Finding:
         reference=REFERENCE_COVERAGE,
         detail=". ".join(parts) + ".",
     )
+
+
+def _progress_summary(analysis: Analysis, shown: int = 4) -> str:
+    """`ranks 0-1,3 inside #8 (completed 7); rank 2 idle after #7`: each rank's default-group
+    progress, ranks that got as far grouped together."""
+    by_state: dict[str, list[int]] = {}
+    for rank, p in analysis.progress.items():
+        if p.enqueued is None:
+            continue
+        if p.completed is None:
+            label = f"enqueued #{p.enqueued}"
+        elif p.enqueued > p.completed:
+            label = f"inside #{p.completed + 1} (enqueued {p.enqueued})"
+        else:
+            label = f"idle after #{p.enqueued}"
+        by_state.setdefault(label, []).append(rank)
+    ordered = sorted(by_state.items(), key=lambda item: len(item[1]))
+    text = "; ".join(f"{_who(ranks)} {label}" for label, ranks in ordered[:shown])
+    return text + (f"; +{len(ordered) - shown} other states" if len(ordered) > shown else "")
 
 
 def _cause(analysis: Analysis, behind: list[int]) -> Cause | None:
@@ -285,27 +306,26 @@ def _cause(analysis: Analysis, behind: list[int]) -> Cause | None:
 def _cause_of(d: Disagreement, analysis: Analysis) -> Cause:
     culprits = list(d.culprits)
     where = f"#{d.seq} in {d.group.label}"
-    waited = f"→ {_who(d.others)} waited in {d.expected.shape} {where}, issued from {_site(d.expected)}"
     if d.kind in (Kind.OP, Kind.SIZE, Kind.DTYPE):
         found = d.found[0]
         return Cause(
             Category.COLLECTIVE_MISMATCH,
             _MISMATCH_WEIGHT,
-            f"Ranks issued different collectives at {where} (Flight Recorder: {d.kind.value} mismatch)",
+            f"Ranks issued different collectives at {where}: {found.shape} from {_site(found)} against "
+            f"{d.expected.shape} (Flight Recorder)",
             culprits,
             "high",
             f"flight_recorder.{d.kind.value}_mismatch",
-            [f"trigger: {_who(found.ranks)} issued {found.shape} from {_site(found)}", waited],
         )
     if d.kind == Kind.STATE:
         return Cause(
             Category.UNKNOWN,
             _STATE_WEIGHT,
-            f"Had not {d.expected.state.label} {where} that the others had (Flight Recorder)",
+            f"Had not {d.expected.state.label} {_op(d.expected)} {where} that the others had "
+            "(Flight Recorder)",
             culprits,
             "medium",
             "flight_recorder.state_mismatch",
-            [waited],
         )
     if d.kind == Kind.P2P_UNMATCHED:
         return Cause(
@@ -315,31 +335,28 @@ def _cause_of(d: Disagreement, analysis: Analysis) -> Cause:
             culprits,
             "medium",
             "flight_recorder.p2p_unmatched",
-            [waited],
         )
     moved_on = _moved_on(d, analysis)
-    trigger = f"trigger: {_who(culprits)} never issued {_op(d.expected)} {where}" + (
-        f"; it went on to {moved_on}" if moved_on else ""
-    )
     if moved_on:
         return Cause(
             Category.COLLECTIVE_MISMATCH,
             _MISSING_WEIGHT,
-            f"Skipped a collective the others issued ({where}, Flight Recorder)",
+            f"Skipped {_op(d.expected)} {where} that the others waited in, and went on to {moved_on} "
+            "(Flight Recorder)",
             culprits,
             "medium",
             "flight_recorder.missing_rank",
-            [trigger, waited],
         )
+    last = next((i for i in d.found if i.sightings), None)
+    after = f"; its last call there: {last.shape} #{last.sightings[0].seq} from {_site(last)}" if last else ""
     return Cause(
         Category.DATA_LOADING_STALL,
         _MISSING_WEIGHT,
-        f"Never issued the collective the others waited in ({where}, Flight Recorder): stuck outside NCCL "
-        "or skipped it",
+        f"Never issued {_op(d.expected)} {where} that the others waited in: stuck outside NCCL or skipped "
+        f"it{after} (Flight Recorder)",
         culprits,
         "medium",
         "flight_recorder.missing_rank",
-        [trigger, waited],
     )
 
 

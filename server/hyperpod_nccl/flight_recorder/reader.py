@@ -309,9 +309,12 @@ def _run(
 
 
 def _bound_worker(headroom: int) -> None:
-    """In each decoding worker: cap its address space, and skip the cycle collector (decoded
-    dumps hold no cycles; the collector would only slow a thousand files down)."""
+    """In each decoding worker: cap its address space, skip the cycle collector (decoded dumps
+    hold no cycles; the collector would only slow a thousand files down), and write nothing to
+    stdout, which an MCP server over stdio shares with its workers."""
     gc.disable()
+    with Path(os.devnull).open("w") as devnull:
+        os.dup2(devnull.fileno(), 1)
     try:
         base = _address_space()
         if base is None:

@@ -41,10 +41,13 @@ def _one_evidence_line(report: Report, protected: str | None) -> None:
         finding.evidence = finding.evidence[:1]
 
 
+# Informational findings that outlive the budget: noise said to be noise, and what the Flight
+# Recorder dumps could not say (their limits are part of the answer).
+_KEPT_INFO = ("triage.noise", "flight_recorder.coverage")
+
+
 def _drop_info_findings(report: Report, protected: str | None) -> None:
-    report.findings = [
-        f for f in report.findings if f.status != Status.INFO or f.id.startswith("triage.noise")
-    ]
+    report.findings = [f for f in report.findings if f.status != Status.INFO or f.id.startswith(_KEPT_INFO)]
 
 
 def _short_texts(report: Report, protected: str | None) -> None:
