@@ -3,8 +3,9 @@
 Generates (once, then reuses) a job whose every rank has a full ring buffer — the default
 group and a tensor-parallel group of 8, stacks as PyTorch pickles them — and one rank that never
 entered the last all_reduce. Then runs `hyperpod-nccl triage DIR --json` on the dumps alone and
-reports wall time, peak RSS (GNU time: the largest of the process and its decoding workers), the
-report's size against the triage budget, and whether the culprit came out.
+reports wall time, CPU time (the process and its decoding workers: what a busy machine does not
+change), peak RSS (GNU time: the largest of the process and its workers), the report's size
+against the triage budget, and whether the culprit came out.
 
     .venv/bin/python bench/flight_recorder.py [--ranks 1024] [--entries 2000]
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
+import resource
 import sys
 import time
 from pathlib import Path
@@ -70,12 +73,20 @@ def main(argv: list[str] | None = None) -> int:
     culprit = args.ranks * 3 // 4 + 1
     dumps = generate(args.out, args.ranks, args.entries, culprit)
     size = sum(p.stat().st_size for p in dumps.iterdir())
+    load = os.getloadavg()[0]  # the machine may be shared: wall time depends on it, CPU time less
     cli = [str(Path(sys.executable).parent / "hyperpod-nccl"), "triage", str(dumps), "--json"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = measure("hyperpod-nccl triage (dumps only)", cli)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     report = json.loads(result.stdout)
     cause = report.get("root_cause") or {}
     print(f"{args.ranks} dumps x {args.entries} entries, {size / 1e6:.0f} MB on disk")
-    print(f"wall {result.wall_seconds:.1f} s, peak RSS {result.peak_rss_mb:.0f} MB, exit {result.exit_code}")
+    print(
+        f"wall {result.wall_seconds:.1f} s on {os.cpu_count()} cores (CPU {cpu:.1f} s, process and "
+        f"decoding workers; load average before {load:.1f}), peak RSS {result.peak_rss_mb:.0f} MB, "
+        f"exit {result.exit_code}"
+    )
     print(f"report {len(result.stdout.encode())} bytes (budget {BUDGET_BYTES})")
     print(f"root cause: {cause.get('category')} culprit {cause.get('culprit_ranks')} (planted {culprit})")
     return 0 if cause.get("culprit_ranks") == [culprit] else 1

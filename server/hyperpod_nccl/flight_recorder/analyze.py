@@ -345,11 +345,12 @@ class Matcher:
                 index = history.at(seq)
                 if index is not None:
                     side.setdefault(history.votes[index], []).append(history)
-            found = self._call_mismatch(group, seq, side)
+            # One vote: nobody issued anything else there, nobody is in another state.
+            found = self._call_mismatch(group, seq, side) if len(side) > 1 else None
             if found is None:
                 missing = [r for last, r in lasts[: bisect_left(lasts, (seq, -1))]]
                 found = self._missing(group, seq, side, sorted(missing)) if missing else None
-            if found is None:
+            if found is None and len(side) > 1:
                 found = self._state_mismatch(group, seq, side)
             if found is not None:
                 return [found]

@@ -267,8 +267,10 @@ def _progress_summary(analysis: Analysis, shown: int = 4) -> str:
             continue
         if p.completed is None:
             label = f"enqueued #{p.enqueued}"
+        elif p.enqueued > p.completed + 1:
+            label = f"#{p.completed + 1}-#{p.enqueued} in flight"
         elif p.enqueued > p.completed:
-            label = f"inside #{p.completed + 1} (enqueued {p.enqueued})"
+            label = f"inside #{p.enqueued}"
         else:
             label = f"idle after #{p.enqueued}"
         by_state.setdefault(label, []).append(rank)

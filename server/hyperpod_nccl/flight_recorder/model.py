@@ -233,12 +233,13 @@ class _Builder:
         self.pg_ids: dict[str, str] = {}  # pg_id → group name
 
     def add(self, entry: object) -> bool:
+        """Take one entry; False when it is malformed (counted, not read)."""
         if type(entry) is not dict:
             return False
         try:
-            rid, name, is_p2p, cseq, pseq, state_name = _FAST(entry)
-        except KeyError:
-            rid = name = is_p2p = cseq = pseq = state_name = None
+            rid, name, is_p2p, cseq, pseq, state_name, created = _FAST(entry)
+        except KeyError:  # an older format, or a damaged entry: each field the slow way below
+            rid = name = is_p2p = cseq = pseq = state_name = created = None
         if type(rid) is not int or not _INT_MIN <= rid <= _INT_MAX or type(name) is not str:
             rid, name = _int(entry.get("record_id")), entry.get("profiling_name")
             if rid is None or not isinstance(name, str):
@@ -257,15 +258,11 @@ class _Builder:
         state = _STATES.get(state_name) if type(state_name) is str else None
         if state is None:
             state = _state(entry)
-        self._append(entry, rid, call, is_p2p, seq, state)
-        return True
-
-    def _append(
-        self, entry: dict[object, object], rid: int, call: int, is_p2p: bool, seq: int, state: State
-    ) -> None:
+        if type(created) is not int or not 0 < created <= _INT_MAX:
+            created = _time(created) or 0
         dump = self.dump
         dump.entries += 1
-        if state != State.SCHEDULED:
+        if state:  # started or completed: this dump's states say something (gloo's never do)
             dump.states_known = True
         if dump.earliest_record is None or rid < dump.earliest_record:
             dump.earliest_record = rid
@@ -273,16 +270,17 @@ class _Builder:
         if not is_p2p and trace.seqs and trace.seqs[-1] == seq:  # a coalesced launch: one call
             earlier = trace.votes[-1]
             trace.votes[-1] = self._vote(
-                (*self.vote_calls[earlier], call), min(self.dump.votes[earlier][1], state)
+                (*self.vote_calls[earlier], call), min(dump.votes[earlier][1], state)
             )
             trace.record_ids[-1] = rid
-            return
+            return True
         frames = entry.get("frames")
         trace.seqs.append(seq)
         trace.votes.append(self._vote((call,), state))
         trace.record_ids.append(rid)
         trace.stacks.append(self._stack(frames) if frames is not None else 0)
-        trace.created.append(_time(entry.get("time_created_ns")) or 0)
+        trace.created.append(created)
+        return True
 
     def _trace(self, entry: dict[object, object], is_p2p: bool) -> Trace:
         group = entry.get("process_group")
@@ -356,7 +354,9 @@ class _Builder:
 
 _SIZE_KEYS = ("input_sizes", "input_dtypes", "output_sizes", "output_dtypes")
 _SIZES = itemgetter(*_SIZE_KEYS)
-_FAST = itemgetter("record_id", "profiling_name", "is_p2p", "collective_seq_id", "p2p_seq_id", "state")
+_FAST = itemgetter(
+    "record_id", "profiling_name", "is_p2p", "collective_seq_id", "p2p_seq_id", "state", "time_created_ns"
+)
 
 
 def _frame(item: object) -> Frame | None:
