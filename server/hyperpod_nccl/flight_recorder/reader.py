@@ -159,6 +159,7 @@ def _salvage_pickle(data: bytes) -> dict[object, object] | None:
 
 
 _ENTRIES_KEY = re.compile(r'"entries"\s*:\s*\[')
+_SPACE = re.compile(r"\s*")
 
 
 def _decode_json(data: bytes) -> Decoded:
@@ -194,12 +195,12 @@ def _salvage_json(text: str) -> dict[str, object] | None:
     entries: list[object] = []
     try:
         while True:
-            entry, position = decoder.raw_decode(text, position)
+            entry, position = decoder.raw_decode(text, _SPACE.match(text, position).end())  # type: ignore[union-attr]
             entries.append(entry)
-            position = len(text) - len(text[position:].lstrip())
+            position = _SPACE.match(text, position).end()  # type: ignore[union-attr]
             if text[position : position + 1] != ",":
                 break
-            position = len(text) - len(text[position + 1 :].lstrip())
+            position += 1
     except (ValueError, RecursionError):
         pass
     return {"entries": entries} if entries else None
