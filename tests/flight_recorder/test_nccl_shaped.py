@@ -4,11 +4,14 @@ frames, truncated files and ranks whose dump is missing."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
 
-from hyperpod_nccl.flight_recorder.analyze import Kind
+from hyperpod_nccl.flight_recorder.analyze import Kind, Matcher
+from hyperpod_nccl.flight_recorder.findings import dump_findings
+from hyperpod_nccl.flight_recorder.reader import DumpFile, read_dumps
 from hyperpod_nccl.models import Category
 from tests.flight_recorder.conftest import analyse_dir
 from tests.flight_recorder.ncclgen import Group, job, steps, write_job
@@ -190,3 +193,24 @@ def test_dynamic_file_names_give_their_rank(tmp_path: Path) -> None:
         path.rename(tmp_path / f"job-4711_rank{rank}_20260101T000000")
     result = analyse_dir(tmp_path)
     assert result.analysis.dumped == [0, 1, 2, 3] and result.analysis.decisive.culprits == (2,)
+
+
+def test_the_order_dumps_arrive_in_changes_nothing(tmp_path: Path) -> None:
+    ranks = job(8, [Group("1", "tp_group", [0, 1, 2, 3]), Group("2", "tp_group", [4, 5, 6, 7])])
+    steps(ranks, 3)
+    for rank in ranks:
+        rank.collective("all_gather", [64], group="1" if rank.rank < 4 else "2", state="started")
+        if rank.rank != 6:
+            rank.collective(
+                "all_reduce", [4096], state="started", dtype="Half" if rank.rank == 2 else "Float"
+            )
+    paths = write_job(ranks, tmp_path)
+    dumps = list(read_dumps([DumpFile(p, p.name, int(p.name.rsplit("_", 1)[1])) for p in paths]))
+    reports = []
+    for seed in range(5):
+        matcher = Matcher()
+        for dump in random.Random(seed).sample(dumps, len(dumps)):
+            matcher.add(dump)
+        findings, cause = dump_findings(matcher.result(), [])
+        reports.append(([f.model_dump_json() for f in findings], cause))
+    assert all(report == reports[0] for report in reports)

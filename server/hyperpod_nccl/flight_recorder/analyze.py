@@ -134,7 +134,6 @@ class Analysis:
     all_inside: list[tuple[Group, int, list[int]]]  # groups whose members all wait in one collective
     progress: dict[int, Progress]
     limits: list[str]
-    sources: dict[int, str]
 
     @property
     def decisive(self) -> Disagreement | None:
@@ -203,7 +202,7 @@ class Matcher:
         self._histories: dict[str, dict[tuple[bytes, bytes], _History]] = {}
         self._ranks: dict[int, _Rank] = {}
         self._configs: dict[str, set[int]] = {}
-        self._descs: dict[str, str] = {}
+        self._descs: dict[str, tuple[int, str]] = {}  # group → (rank that said it, desc)
         self._world: set[int] = set()
         self._limits: dict[str, list[int]] = {}
 
@@ -232,11 +231,11 @@ class Matcher:
         self._take_configs(dump)
         ids = [self._vote_id(vote) for vote in dump.votes]
         for group, trace in dump.collectives.items():
-            self._descs.setdefault(group, trace.desc)
+            self._describe(group, trace.desc, rank)
             if len(trace):
                 self._take_trace(info, trace, array("i", map(ids.__getitem__, trace.votes)), dump.stacks)
         for group, trace in dump.p2p.items():
-            self._descs.setdefault(group, trace.desc)
+            self._describe(group, trace.desc, rank)
             info.p2p[group] = (trace, ids, dump.stacks)
         for group, status in dump.status.items():
             info.status[group] = (status.enqueued, status.started, status.completed)
@@ -248,6 +247,11 @@ class Matcher:
             found = self._vote_ids[vote] = len(self._votes)
             self._votes.append(vote)
         return found
+
+    def _describe(self, group: str, desc: str, rank: int) -> None:
+        """Keep the lowest rank's description, so the order dumps arrive in changes nothing."""
+        if desc and (group not in self._descs or (rank, desc) < self._descs[group]):
+            self._descs[group] = (rank, desc)
 
     def _note(self, note: str, rank: int, source: str | None = None) -> None:
         key = f"{source}: {note}" if source else note
@@ -261,7 +265,7 @@ class Matcher:
                 if name == DEFAULT_GROUP:
                     self._world.update(config.ranks)
             if config.desc:
-                self._descs.setdefault(name, config.desc)
+                self._describe(name, config.desc, -1)  # pg_config before the entries' word
 
     def _take_trace(
         self, info: _Rank, trace: Trace, votes: array[int], stacks: list[tuple[Frame, ...]]
@@ -273,8 +277,10 @@ class Matcher:
             history = histories[key] = _History(trace.seqs, votes)
         history.ranks.append(info.rank)
         history.states_known = history.states_known and info.states_known
-        if len(history.exemplars) < _EXEMPLARS:
-            history.exemplars.append(_Exemplar(info.rank, info.source, trace, stacks))
+        # The lowest ranks stand for the history, whatever order their dumps arrived in.
+        history.exemplars.append(_Exemplar(info.rank, info.source, trace, stacks))
+        history.exemplars.sort(key=lambda exemplar: exemplar.rank)
+        del history.exemplars[_EXEMPLARS:]
         last = len(trace) - 1
         calls, state = self._votes[votes[last]]
         info.windows[trace.group] = _Window(
@@ -303,7 +309,6 @@ class Matcher:
                 f"{_ranks_label(ranks)}: {note}" if min(ranks) >= 0 else note
                 for note, ranks in sorted(self._limits.items(), key=lambda item: (min(item[1]), item[0]))
             ],
-            sources={r: info.source for r, info in self._ranks.items()},
         )
 
     def _groups(self, world: list[int]) -> list[Group]:
@@ -316,7 +321,8 @@ class Matcher:
             inferred = not members
             if not members:
                 members = set(world) if name == DEFAULT_GROUP else self._active_in(name)
-            groups.append(Group(name, self._descs.get(name, ""), tuple(sorted(members)), inferred))
+            desc = self._descs.get(name, (0, ""))[1]
+            groups.append(Group(name, desc, tuple(sorted(members)), inferred))
         return groups
 
     def _active_in(self, name: str) -> set[int]:
@@ -364,7 +370,7 @@ class Matcher:
 
     def _merged(self, seq: int, side: Side) -> Issued:
         """Votes that agree on the calls (their states may differ) as one side."""
-        biggest = max(side, key=lambda vote: sum(len(h.ranks) for h in side[vote]))
+        biggest = max(side, key=lambda vote: (sum(len(h.ranks) for h in side[vote]), -_lowest(side[vote])))
         first = self._issued(seq, biggest, side[biggest])
         ranks = tuple(sorted(r for histories in side.values() for h in histories for r in h.ranks))
         return Issued(first.calls, first.state, ranks, first.sightings)
@@ -519,6 +525,10 @@ def _sighting(
         stacks[trace.stacks[index]],
         trace.created[index] or None,
     )
+
+
+def _lowest(histories: list[_History]) -> int:
+    return min(min(h.ranks) for h in histories)
 
 
 def _created(*sides: Issued) -> int | None:

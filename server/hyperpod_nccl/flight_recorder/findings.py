@@ -18,14 +18,12 @@ from hyperpod_nccl.rankset import compress
 
 MAX_LISTED_RANKS = 64
 _GUIDE = "debugging-guide.md § "
-REFERENCE_ENABLE = _GUIDE + "22"
 REFERENCE_MISSING = _GUIDE + "22.1"
 REFERENCE_MISMATCH = _GUIDE + "22.2"
 REFERENCE_STATE = _GUIDE + "22.3"
 REFERENCE_P2P = _GUIDE + "22.4"
 REFERENCE_BEHIND = _GUIDE + "22.5"
 REFERENCE_COVERAGE = _GUIDE + "22.6"
-_REFUSED_CODE = "asks to load"
 
 Confidence = Literal["high", "medium", "low"]
 
@@ -42,8 +40,8 @@ class Cause:
     finding_id: str
 
 
-# Kind → finding id, title verb and reference. Weights sit just above the log-based verdicts they
-# confirm (triage/candidates.py), so a decisive log line (an OOM, an Xid) still names the trigger.
+# Candidate weights sit just above the log-based verdicts they confirm (triage/candidates.py), so
+# a decisive log line (an OOM, an Xid) still names the trigger and the dumps say where it hit.
 _MISMATCH_WEIGHT = 90
 _MISSING_WEIGHT = 58
 _STATE_WEIGHT = 45
@@ -55,7 +53,7 @@ def dump_findings(
     analysis: Analysis | None, unreadable: list[Unreadable]
 ) -> tuple[list[Finding], Cause | None]:
     """Findings for every disagreement, the coverage and its limits; the candidate of the first one."""
-    findings: list[Finding] = [_refused(u) for u in unreadable if _REFUSED_CODE in u.reason]
+    findings: list[Finding] = [_refused(u) for u in unreadable if u.carries_code]
     if analysis is None:
         return findings, None
     findings += [_disagreement(d) for d in analysis.disagreements]
@@ -73,8 +71,7 @@ def _who(ranks: tuple[int, ...] | list[int]) -> str:
 
 
 def _listed(ranks: tuple[int, ...] | list[int]) -> list[int]:
-    unique = sorted(set(ranks))
-    return unique if len(unique) <= MAX_LISTED_RANKS else unique[:MAX_LISTED_RANKS]
+    return sorted(set(ranks))[:MAX_LISTED_RANKS]
 
 
 def evidence(sighting: Sighting, group: Group) -> Evidence:

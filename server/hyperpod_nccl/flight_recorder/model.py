@@ -7,8 +7,9 @@ point-to-point call, oldest first. `parse_dump` turns that plain data into the r
 entry by entry: a malformed entry is counted and skipped, a missing field takes the value older
 formats imply, and everything the dump cannot say is listed in `RankDump.limits`.
 
-Records are frozen dataclasses with slots because a 1,024-rank job brings two million of them;
-frames, stacks and calls are interned so one dump holds each distinct one once.
+A 1,024-rank job brings two million entries, so a rank's calls are kept per process group as
+parallel arrays (`Trace`) of sequence numbers, record ids, times and indices into the dump's
+tables of distinct calls, votes and stacks; `Record` is a view of one, for evidence and tests.
 """
 
 from __future__ import annotations

@@ -45,6 +45,10 @@ class Refused(Exception):
     """The dump cannot be used; the message says why, in words for the report."""
 
 
+class CarriesCode(Refused):
+    """The pickle names a class or function: not a dump PyTorch wrote, nothing in it was run."""
+
+
 @dataclass(frozen=True)
 class DumpFile:
     path: Path
@@ -57,28 +61,28 @@ class Unreadable:
     source: str
     rank: int | None
     reason: str
+    carries_code: bool = False  # refused because it names code: a hostile file, not a damaged one
 
 
-class _PlainDataUnpickler(pickle.Unpickler):
-    """The C unpickler, with every global refused."""
+class _RefusesCode:
+    """Every global and persistent reference refused: no class, function or `__reduce__` can be
+    named, so nothing but plain data can come out of the pickle."""
 
     def find_class(self, module: str, name: str) -> object:
-        raise Refused(_refusal(module, name))
+        raise CarriesCode(_refusal(module, name))
 
     def persistent_load(self, pid: object) -> object:
-        raise Refused("refused: the pickle refers to a persistent object; a dump holds only plain data")
+        raise CarriesCode("refused: the pickle refers to a persistent object; a dump holds only plain data")
 
 
-class _SalvagingUnpickler(pickle._Unpickler):  # type: ignore[name-defined,misc]
+class _PlainDataUnpickler(_RefusesCode, pickle.Unpickler):
+    """The C unpickler, refusing code."""
+
+
+class _SalvagingUnpickler(_RefusesCode, pickle._Unpickler):  # type: ignore[name-defined,misc]
     """The pure-Python unpickler, used only on a pickle the C one found truncated: after the
     error its stacks still hold everything decoded before the cut (its memo is a dict, so it
     allocates nothing for a huge memo index either)."""
-
-    def find_class(self, module: str, name: str) -> object:
-        raise Refused(_refusal(module, name))
-
-    def persistent_load(self, pid: object) -> object:
-        raise Refused("refused: the pickle refers to a persistent object; a dump holds only plain data")
 
 
 def _refusal(module: str, name: str) -> str:
@@ -233,7 +237,7 @@ def read_dump(file: DumpFile) -> RankDump | Unreadable:
             dump.limits.insert(0, decoded.cut)
         return dump
     except (Refused, NotADump) as error:
-        return Unreadable(file.source, file.rank, str(error))
+        return Unreadable(file.source, file.rank, str(error), isinstance(error, CarriesCode))
     except MemoryError:
         return Unreadable(
             file.source, file.rank, f"refused: decoding it needed more than {_mib(DECODE_HEADROOM)} of memory"
