@@ -78,6 +78,9 @@ class Evidence(_Model):
     rank: int | None = Field(default=None, description="Global rank that wrote the line, when known.")
     node: str | None = Field(default=None, description="Host name the line came from, when known.")
     instance_id: str | None = Field(default=None, description="EC2 instance id, when known.")
+    record_id: int | None = Field(
+        default=None, description="Flight Recorder record id, when the source is a dump rather than a log."
+    )
 
 
 class SuggestedCommand(_Model):

@@ -133,6 +133,8 @@ def _finding_lines(finding: Finding, color: bool) -> list[str]:
         lines.append(indent + "   ".join(scope))
     for evidence in finding.evidence[:_MAX_EVIDENCE_PER_FINDING]:
         where = f"{evidence.source}:{evidence.line}" if evidence.line else evidence.source
+        if evidence.record_id is not None:  # a Flight Recorder dump: records, not lines
+            where = f"{evidence.source} record {evidence.record_id}"
         lines.append(f"{indent}evidence {where}: {shorten(evidence.text.strip(), _EVIDENCE_CHARS)}")
     if len(finding.evidence) > _MAX_EVIDENCE_PER_FINDING:
         lines.append(f"{indent}(+{len(finding.evidence) - _MAX_EVIDENCE_PER_FINDING} more evidence lines)")

@@ -77,9 +77,14 @@ def _evidence_lines(count: int) -> Reduction:
     return reduce
 
 
+# Informational findings that outlive the budget: noise said to be noise, and what the Flight
+# Recorder dumps could not say (their limits are part of the answer).
+_KEPT_INFO = ("triage.noise", "flight_recorder.coverage")
+
+
 def _drop_info_findings(trim: _Trim) -> None:
     report = trim.report
-    kept = [f for f in report.findings if f.status != Status.INFO or f.id.startswith("triage.noise")]
+    kept = [f for f in report.findings if f.status != Status.INFO or f.id.startswith(_KEPT_INFO)]
     if len(kept) < len(report.findings):
         trim.record("INFO findings", len(report.findings) - len(kept), 0)
         report.findings = kept

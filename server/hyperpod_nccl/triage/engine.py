@@ -15,6 +15,7 @@ from datetime import datetime
 from multiprocessing import get_context
 from pathlib import Path
 
+from hyperpod_nccl.flight_recorder.join import DumpEvidence, dump_evidence, split_inputs
 from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput
 from hyperpod_nccl.triage.budget import fit_to_budget
 from hyperpod_nccl.triage.candidates import (
@@ -60,10 +61,12 @@ _NODE_LOG_NAMES = (".dmesg", "kern.log", "dmesg.log", "syslog", "messages")
 
 
 def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) -> Report:
-    """Triage worker logs (and optional storage daemon logs) into one report (kind="triage")."""
+    """Triage worker logs (and optional storage daemon logs) into one report (kind="triage").
+    Flight Recorder dumps among the inputs are read as dumps, not as logs, and joined in."""
     found = discover(log_paths, storage_paths)
-    scans = scan_all(found.files)
-    return analyse(scans, found.skipped)
+    logs, dumps = split_inputs(found.files)
+    scans = scan_all(logs)
+    return analyse(scans, found.skipped, dump_evidence(dumps))
 
 
 def scan_all(files: list[InputFile]) -> list[FileScan]:
@@ -88,19 +91,27 @@ def _worker_count(files: list[InputFile]) -> int:
     return min(os.cpu_count() or 1, MAX_WORKERS, len(files))
 
 
-def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
+def analyse(scans: list[FileScan], skipped: list[SkippedInput], dumps: DumpEvidence | None = None) -> Report:
     events = [event for scan in scans for event in scan.events]
     topology = build_topology(scans, events)
     _fill_nodes(events, topology)
     clock = Clock(scans)
     states = build_rank_states(events)
-    seen = {e.rank for e in events if e.rank is not None} | set(topology.rank_node)
+    if dumps is not None:  # Flight Recorder: confirm, fill in or add rank states before comparing them
+        dumps.amend(states, topology)
+    dumped = dumps.ranks if dumps is not None else set()
+    seen = {e.rank for e in events if e.rank is not None} | set(topology.rank_node) | dumped
     verdict = classify(states, topology.world, seen)
     groups = _group_by_meaning(events)
     fired = earliest(
         [s.decisive_event for s in states.values() if s.watchdog == "fired" and s.decisive_event], clock
     )
     findings, candidates = _findings_and_candidates(events, states, verdict, groups, fired, topology, clock)
+    if dumps is not None:  # Flight Recorder: its findings and its root-cause candidate
+        dump_findings, dump_candidates = dumps.outcome(topology)
+        findings += dump_findings
+        candidates += dump_candidates
+        skipped = skipped + dumps.skipped
     context = _context(scans, verdict, states, events, groups, fired, clock)
     cause, origin = _root_cause(candidates, verdict, context, topology)
     if origin is not None and origin.finding_id in groups:
@@ -110,8 +121,8 @@ def analyse(scans: list[FileScan], skipped: list[SkippedInput]) -> Report:
     report = Report.build(
         "triage",
         findings,
-        files_read=sum(1 for scan in scans if scan.lines_read),
-        ranks_seen=len({e.rank for e in events if e.rank is not None} | set(topology.rank_node)),
+        files_read=sum(1 for scan in scans if scan.lines_read) + (dumps.files_read if dumps else 0),
+        ranks_seen=len({e.rank for e in events if e.rank is not None} | set(topology.rank_node) | dumped),
         root_cause=cause,
         timeline=timeline,
         skipped=skipped + [SkippedInput(source=s.source, reason=p) for s in scans for p in s.problems],

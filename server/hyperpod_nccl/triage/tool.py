@@ -29,11 +29,13 @@ async def triage_logs(
 
     Use this when a training job crashed, hung or timed out and its logs (Slurm per-node error
     files, one file per rank, torchrun output, `kubectl logs` dumps, dmesg / kern.log beside them)
-    are on this machine. Reads every file once, read-only. Returns a report with the root cause
-    (CONTRACT category, culprit ranks and nodes, the chain from trigger to final crash, what was
-    ruled out), findings with `file:line` evidence and a `references/… § N` pointer each, the
-    NCCL state of every rank grouped as rank ranges, a timeline, a job summary, and the inputs
-    it had to skip. Call `read_reference` on each FAIL/WARN pointer before suggesting a fix.
+    are on this machine; PyTorch Flight Recorder dumps (`nccl_trace_rank_<N>`) beside them, or on
+    their own, are matched across ranks too. Reads every file once, read-only. Returns a report
+    with the root cause (CONTRACT category, culprit ranks and nodes, the chain from trigger to
+    final crash, what was ruled out), findings with `file:line` evidence and a
+    `references/… § N` pointer each, the NCCL state of every rank grouped as rank ranges, a
+    timeline, a job summary, and the inputs it had to skip. Call `read_reference` on each
+    FAIL/WARN pointer before suggesting a fix.
     """
     from hyperpod_nccl.triage.discover import unusable_reason
     from hyperpod_nccl.triage.engine import run_triage
