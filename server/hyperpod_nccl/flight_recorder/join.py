@@ -127,7 +127,8 @@ class DumpEvidence:
             notes.append(f"{_who(self.added)} left no watchdog state in the logs: their dumps gave it")
         if not notes:
             return coverage
-        return coverage.model_copy(update={"detail": f"{coverage.detail} {'; '.join(notes).capitalize()}."})
+        # The join comes first: a report trimmed to its budget shortens details from the end.
+        return coverage.model_copy(update={"detail": f"{'; '.join(notes).capitalize()}. {coverage.detail}"})
 
     def _disagreement(self, topology: Topology) -> Finding:
         shown = "; ".join(
