@@ -73,11 +73,13 @@ def scan_input(item: InputFile) -> FileScan:
             with _open(item) as stream:
                 _scan_stream(stream, item.source, scan)
     except BinaryInput as error:
-        scan.problems.append(str(error))
+        scan.damage = str(error)
     except (EOFError, zlib.error, gzip.BadGzipFile, tarfile.TarError) as error:
-        scan.problems.append(f"truncated or corrupt compressed data after line {scan.lines_read}: {error}")
+        scan.damage = f"truncated or corrupt compressed data after line {scan.lines_read}: {error}"
     except OSError as error:
-        scan.problems.append(f"read error after line {scan.lines_read}: {error.strerror or error}")
+        scan.damage = f"read error after line {scan.lines_read}: {error.strerror or error}"
+    if scan.damage:
+        scan.problems.append(scan.damage)
     _fill_file_level_identity(scan)
     return scan
 
@@ -141,6 +143,8 @@ def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str
     if state.scan.storage and stripped.stamp is None:
         stripped.stamp = _daemon_stamp(state.source, text)
     _note_identity(state, stripped)
+    if stripped.rank is None and stripped.local_rank is None:
+        state.scan.unprefixed_lines += 1
     if number <= HEAD_LINES:
         _note_framework(state.scan, text)
     if not state.scan.storage:

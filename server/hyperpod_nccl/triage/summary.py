@@ -8,12 +8,18 @@ host, and torchrun's failure report.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hyperpod_nccl.models import JobSummary, VersionGroup
 from hyperpod_nccl.rankset import compress, expand
 from hyperpod_nccl.triage.events import Event, FileScan
+
+if TYPE_CHECKING:
+    from hyperpod_nccl.triage.model import Incident
+
+ByKind = Mapping[str, list[Event]]
 
 _FRAMEWORK_ORDER = ("NeMo", "Megatron-LM", "PyTorch Lightning", "DeepSpeed", "torchrun")
 _MAP_LINES = 8  # rank-map lines listed before the summary says "and N more"
@@ -41,7 +47,7 @@ class Topology:
         return self.rank_node.get(rank) if rank is not None else None
 
 
-def build_topology(scans: Iterable[FileScan], events: list[Event]) -> Topology:
+def build_topology(scans: Iterable[FileScan], by_kind: ByKind) -> Topology:
     topology = Topology()
     hosts: set[str] = set()
     for scan in scans:
@@ -51,29 +57,31 @@ def build_topology(scans: Iterable[FileScan], events: list[Event]) -> Topology:
         for rank, host in scan.rank_hosts.items():
             topology.rank_node.setdefault(rank, host)
         topology.pid_rank.update(scan.pid_ranks)
-    sizes = [int(e.fields["size"]) for e in events if e.kind == "pg_init"]
-    sizes += [int(e.fields["nranks"]) for e in events if e.kind == "comm_rank"]
-    sizes += [int(e.fields["expected"]) for e in events if e.kind == "rendezvous" and "expected" in e.fields]
+    sizes = [int(e.fields["size"]) for e in by_kind.get("pg_init", ())]
+    sizes += [int(e.fields["nranks"]) for e in by_kind.get("comm_rank", ())]
+    sizes += [int(e.fields["expected"]) for e in by_kind.get("rendezvous", ()) if "expected" in e.fields]
     world = max(sizes, default=0)
-    _learn_from_lines(topology, events, world)
-    ranks_seen = {e.rank for e in events if e.rank is not None} | set(topology.rank_node)
+    _learn_from_lines(topology, by_kind, world)
+    ranks_seen = {e.rank for events in by_kind.values() for e in events if e.rank is not None}
+    ranks_seen |= set(topology.rank_node)
     topology.world_size = world or (max(ranks_seen) + 1 if ranks_seen else None)
     topology.nodes = sorted(hosts | set(topology.rank_node.values()))
     return topology
 
 
-def _learn_from_lines(topology: Topology, events: list[Event], world: int) -> None:
+def _learn_from_lines(topology: Topology, by_kind: ByKind, world: int) -> None:
     """NCCL's Init COMPLETE (rank, host, GPU bus), srun's task lists, and the store's address."""
-    for event in events:
+    for event in by_kind.get("comm_rank", ()):
         fields = event.fields
-        if event.kind == "comm_rank" and event.node and int(fields["nranks"]) == world:
+        if event.node and int(fields["nranks"]) == world:
             rank = int(fields["comm_rank"])
             topology.rank_node.setdefault(rank, event.node)
             topology.bus_rank.setdefault((event.node, pci_bus(fields["bus_id"], nccl=True)), rank)
-        elif event.kind == "srun_task" and "host" in fields:
-            for rank in srun_tasks(fields["tasks"]):
-                topology.rank_node.setdefault(rank, fields["host"])
-    masters = [e.fields["master"] for e in events if e.kind == "rendezvous" and "master" in e.fields]
+    for event in by_kind.get("srun_task", ()):
+        if "host" in event.fields:
+            for rank in srun_tasks(event.fields["tasks"]):
+                topology.rank_node.setdefault(rank, event.fields["host"])
+    masters = [e.fields["master"] for e in by_kind.get("rendezvous", ()) if "master" in e.fields]
     if masters and 0 not in topology.rank_node:
         topology.rank_node[0] = masters[0].split(".", 1)[0]  # MASTER_ADDR is rank 0's host
 
@@ -94,21 +102,21 @@ def pci_bus(text: str, *, nccl: bool = False) -> str:
     return parts[1].lower() if len(parts) >= 3 else parts[0].lower()
 
 
-def job_summary(
-    scans: list[FileScan], events: list[Event], topology: Topology, notes: list[str]
-) -> JobSummary:
+def job_summary(incident: Incident) -> JobSummary:
+    """Call after the timeline is built: the clock's notes say which stamps were dated."""
+    topology = incident.topology
     per_node = _ranks_per_node(topology)
     counts = Counter(len(ranks) for ranks in per_node.values())
     return JobSummary(
-        framework=_framework(scans, events),
+        framework=_framework(incident.scans, incident.index.by_kind),
         world_size=topology.world_size,
         nodes=len(topology.nodes),
         ranks_per_node=counts.most_common(1)[0][0] if counts else None,
         rank_map=[f"{node}: {compress(ranks)}" for node, ranks in list(per_node.items())[:_MAP_LINES]],
         rank_map_note=_map_note(per_node),
-        resumed_from_checkpoint=any(e.kind == "resumed" for e in events),
-        versions=version_groups(events, topology),
-        notes=notes,
+        resumed_from_checkpoint="resumed" in incident.index.by_kind,
+        versions=version_groups(incident.versions),
+        notes=incident.clock.notes(),
     )
 
 
@@ -130,20 +138,23 @@ def _map_note(per_node: dict[str, list[int]]) -> str | None:
     return f"{len(per_node) - _MAP_LINES} more nodes not listed; {layout}."
 
 
-def _framework(scans: list[FileScan], events: list[Event]) -> str | None:
+def _framework(scans: list[FileScan], by_kind: ByKind) -> str | None:
     found = set().union(*(scan.frameworks for scan in scans)) if scans else set()
-    if any("local_rank" in e.fields for e in events):
+    if any("local_rank" in e.fields for events in by_kind.values() for e in events):
         found.add("torchrun")
     for name in _FRAMEWORK_ORDER:
         if name in found:
             return name if name != "torchrun" else "PyTorch (torchrun)"
-    return "PyTorch" if any(e.kind in ("pg_init", "wd_timeout", "wd_status") for e in events) else None
+    return "PyTorch" if any(kind in by_kind for kind in ("pg_init", "wd_timeout", "wd_status")) else None
 
 
-def node_versions(events: list[Event], topology: Topology) -> dict[str, dict[str, str]]:
+_VERSION_KINDS = ("nccl_version", "nccl_error", "ofi_version", "torch_version", "wd_status", "wd_timeout")
+
+
+def node_versions(by_kind: ByKind, topology: Topology) -> dict[str, dict[str, str]]:
     """torch / nccl / aws_ofi_nccl per node, from banners, NCCL errors and the watchdog's wording."""
     versions: dict[str, dict[str, str]] = {}
-    for event in events:
+    for event in (e for kind in _VERSION_KINDS for e in by_kind.get(kind, ())):
         node = event.node or topology.node_of(event.rank)
         if node is None:
             continue
@@ -163,9 +174,9 @@ def node_versions(events: list[Event], topology: Topology) -> dict[str, dict[str
     return versions
 
 
-def version_groups(events: list[Event], topology: Topology) -> list[VersionGroup]:
+def version_groups(versions: dict[str, dict[str, str]]) -> list[VersionGroup]:
     by_versions: dict[tuple[str | None, ...], list[str]] = {}
-    for node, found in sorted(node_versions(events, topology).items()):
+    for node, found in sorted(versions.items()):
         key = (found.get("torch"), found.get("nccl"), found.get("aws_ofi_nccl"))
         by_versions.setdefault(key, []).append(node)
     groups = sorted(by_versions.items(), key=lambda item: -len(item[1]))

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 from hyperpod_nccl.models import Category, Finding, Priority, Status
-from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.findings import evidence
+from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.root_cause import Candidate
-from hyperpod_nccl.triage.summary import Topology
-from hyperpod_nccl.triage.timeline import Clock
+from hyperpod_nccl.triage.rules.outcome import Outcome
 
 _COMPONENTS = (
     ("nccl", "NCCL", "nccl_version"),
@@ -20,19 +18,11 @@ _COMPONENTS = (
 _SKEW_WEIGHT = 80  # above "Message truncated", which the skew explains
 
 
-@dataclass
-class Skew:
-    finding: Finding
-    candidate: Candidate
-
-
-def version_skew(
-    events: list[Event], versions: dict[str, dict[str, str]], topology: Topology, clock: Clock
-) -> Skew | None:
+def version_skew(incident: Incident) -> Outcome:
     for key, name, kind in _COMPONENTS:
         by_node = {
             node: found[key]
-            for node, found in versions.items()
+            for node, found in incident.versions.items()
             if key in found and "wording" not in found[key]
         }
         counts = Counter(by_node.values())
@@ -40,22 +30,16 @@ def version_skew(
             continue
         majority = counts.most_common(1)[0][0]
         odd_nodes = sorted(node for node, version in by_node.items() if version != majority)
-        return _skew(events, name, kind, majority, counts, odd_nodes, topology, clock)
-    return None
+        return _skew(incident, name, kind, majority, counts, odd_nodes)
+    return Outcome()
 
 
 def _skew(
-    events: list[Event],
-    name: str,
-    kind: str,
-    majority: str,
-    counts: Counter[str],
-    odd_nodes: list[str],
-    topology: Topology,
-    clock: Clock,
-) -> Skew:
+    incident: Incident, name: str, kind: str, majority: str, counts: Counter[str], odd_nodes: list[str]
+) -> Outcome:
+    topology = incident.topology
     odd_ranks = sorted(r for r, node in topology.rank_node.items() if node in odd_nodes)
-    of_kind = [e for e in events if e.kind == kind]
+    of_kind = incident.index.kind(kind)
     witnesses = [e for e in of_kind if (e.node or topology.node_of(e.rank)) in odd_nodes][:1]
     witnesses += [e for e in of_kind if e.fields.get("version") == majority][:1]
     spread = ", ".join(
@@ -73,9 +57,16 @@ def _skew(
         evidence=[evidence(e, topology) for e in witnesses],
     )
     first = witnesses[0] if witnesses else None
-    when = clock.at(first.stamp) if first else None
     title = f"{name} version mismatch across ranks"
     candidate = Candidate(
-        Category.SOFTWARE, _SKEW_WEIGHT, title, odd_ranks, odd_nodes, first, when, "high", finding.id
+        Category.SOFTWARE,
+        _SKEW_WEIGHT,
+        title,
+        odd_ranks,
+        odd_nodes,
+        first,
+        incident.at(first),
+        "high",
+        finding.id,
     )
-    return Skew(finding, candidate)
+    return Outcome([finding], [candidate])
