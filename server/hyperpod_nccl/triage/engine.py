@@ -23,7 +23,6 @@ from hyperpod_nccl.triage.discover import InputFile, discover
 from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.findings import decisive, evidence, rank_state_groups
 from hyperpod_nccl.triage.model import EvidenceSource, Incident, build_incident
-from hyperpod_nccl.triage.reading import NODE_LOG_NAMES
 from hyperpod_nccl.triage.root_cause import (
     Candidate,
     Context,
@@ -42,7 +41,6 @@ MAX_WORKERS = 4
 ORIGIN_EVIDENCE = 16
 _FINAL_KINDS = ("take_down", "sigterm")
 _LAUNCHER_EXIT_KINDS = ("worker_exit", "srun_task", "slurm_cancel")  # how a job's end is reported
-_NODE_LOG_KINDS = ("xid", "sxid", "fell_off_bus", "oom_killed")
 
 
 def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) -> Report:
@@ -110,8 +108,6 @@ def _context(incident: Incident) -> Context:
         )
     finals = index.kind(*_LAUNCHER_EXIT_KINDS) or index.kind(*_FINAL_KINDS)
     noise = incident.groups.get("triage.noise.connection_resets")
-    kernel_sources = {e.source for e in index.kind(*_NODE_LOG_KINDS)}
-    kernel_sources |= {s.source for s in incident.scans if s.source.endswith(NODE_LOG_NAMES)}
     return Context(
         verdict=verdict,
         collective=collective,
@@ -121,12 +117,12 @@ def _context(incident: Incident) -> Context:
         fired_ranks=sum(1 for s in incident.states.values() if s.watchdog == "fired"),
         final=_latest(finals, incident.clock),
         noise_count=sum(e.count for e in noise.events) if noise else 0,
-        hardware_logs_seen=bool(kernel_sources),
+        hardware_logs_seen=bool(incident.node_log_sources),
         kernel_oom_seen="triage.host.oom_killed" in incident.groups,
         hardware_fault_seen=any(
             g.meaning.category == Category.GPU_HARDWARE for g in incident.groups.values()
         ),
-        job_started=_job_started(incident, kernel_sources),
+        job_started=incident.started,
         caveat=incident.reading.caveat(),
     )
 
@@ -137,17 +133,6 @@ def _latest(events: list[Event], clock: Clock) -> Event | None:
         return (moment is not None, moment or datetime.min, event.line)
 
     return max(events, key=key, default=None)
-
-
-def _job_started(incident: Incident, node_logs: set[str]) -> datetime | None:
-    """The earliest time a worker log speaks (node logs such as dmesg reach back before the job);
-    the stuck collective was issued while the job ran, so it bounds the start too."""
-    moments = [
-        m for s in incident.scans if s.source not in node_logs and (m := incident.clock.at(s.first_dated))
-    ]
-    moments += [m for e in incident.events if e.source not in node_logs and (m := incident.at(e))]
-    started = collective_start(incident.at(incident.fired), incident.verdict.timeout_ms)
-    return min([*moments, *([started] if started else [])], default=None)
 
 
 def _widen_evidence(

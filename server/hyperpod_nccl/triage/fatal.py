@@ -262,6 +262,91 @@ _SIMPLE: dict[str, Meaning] = {
     "ais_error": _warn(
         "triage.storage.ais_error", "AIStore daemon errors", C.STORAGE_IO, 30, "debugging-guide.md § 14"
     ),
+    "pg_mismatch": _fail(
+        "triage.nccl.pg_detected_mismatch",
+        "PyTorch detected ranks running different collectives (TORCH_DISTRIBUTED_DEBUG=DETAIL)",
+        C.COLLECTIVE_MISMATCH,
+        90,
+        "debugging-guide.md § 2",
+    ),
+    "nccl_mismatch": _fail(
+        "triage.nccl.nccl_detected_mismatch",
+        "NCCL detected mismatched collective calls across ranks",
+        C.COLLECTIVE_MISMATCH,
+        85,
+        "debugging-guide.md § 2",
+    ),
+    "collective_shape": _fail(
+        "triage.nccl.collective_shape",
+        "A collective's tensor sizes do not fit the other ranks' (shapes differ across ranks)",
+        C.COLLECTIVE_MISMATCH,
+        72,
+        "debugging-guide.md § 2",
+    ),
+    "net_size_mismatch": _fail(
+        "triage.config.net_size_mismatch",
+        "Peers disagreed on NET/IB message sizes (NCCL settings differ between nodes, or forced PCIe "
+        "relaxed ordering)",
+        C.CONFIG,
+        70,
+        "debugging-guide.md § 3",
+    ),
+    "invalid_device": _fail(
+        "triage.config.invalid_device",
+        "A process asked for a GPU the node does not have (more processes than GPUs, or "
+        "CUDA_VISIBLE_DEVICES)",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 20",
+    ),
+    "disk_full": _fail(
+        "triage.storage.disk_full",
+        "A write failed: the disk or volume is full (No space left on device / quota)",
+        C.STORAGE_IO,
+        72,
+        "debugging-guide.md § 14",
+    ),
+    "socket_iface": _fail(
+        "triage.config.socket_interface",
+        "NCCL found no usable network interface (NCCL_SOCKET_IFNAME names one the host lacks?)",
+        C.CONFIG,
+        78,
+        "multinode.md § 2",
+    ),
+    "efa_connect": _fail(
+        "triage.config.efa_connect",
+        "EFA connection setup failed (address vector / connect): traffic between the nodes is blocked or "
+        "the EFA device is unusable",
+        C.CONFIG,
+        76,
+        "debugging-guide.md § 6",
+    ),
+    "ofi_libfabric_skew": _fail(
+        "triage.software.libfabric_skew",
+        "aws-ofi-nccl expects a newer libfabric than the one it runs with (built and run against different "
+        "versions)",
+        C.SOFTWARE,
+        74,
+        "debugging-guide.md § 10",
+    ),
+    "missing_file": _fail(
+        "triage.data.missing_file",
+        "A file the job reads does not exist (dataset, checkpoint or config path)",
+        C.DATA,
+        70,
+        "debugging-guide.md § 15",
+    ),
+    # A peer's failure as a surviving rank sees it: the remote process died, or the network did.
+    # Any rank's own crash explains it better (heavier candidates win); alone, it points at the fabric.
+    "remote_exit": Meaning(
+        "triage.network.remote_error",
+        "A peer's connection failed: the remote process exited or the network failed",
+        C.NETWORK,
+        35,
+        "debugging-guide.md § 3",
+        Status.FAIL,
+        Priority.P0,
+    ),
 }
 
 _SIGKILL = _fail(
@@ -350,10 +435,67 @@ def meaning_of(event: Event) -> Meaning | None:
         "exception": _exception,
         "nccl_error": _nccl_error,
         "dataloader_caught": _dataloader_caught,
-        "remote_exit": lambda _: _NCCL_ERROR,
         "nccl_aborted": lambda _: _NCCL_ERROR,
+        "ib_completion": _ib_completion,
+        "store_connect": _store_connect,
+        "crash": _crash,
     }.get(kind)
     return special(event) if special else None
+
+
+# ibv_wc_status values (ibverbs) NCCL prints in `Got completion … with error N` / `status=…(N)`.
+_IB_LOCAL_PROTECTION, _IB_FLUSHED, _IB_RETRY_EXCEEDED, _IB_RNR_RETRY_EXCEEDED = 4, 5, 12, 13
+
+
+def _ib_completion(event: Event) -> Meaning:
+    status = int(event.fields.get("status", "-1"))
+    ref = "debugging-guide.md § 3"
+    if status == _IB_LOCAL_PROTECTION:
+        return _fail(
+            "triage.config.ib_local_protection",
+            "IB/RoCE local protection error (status 4): the NIC could not access GPU memory (GPUDirect RDMA, "
+            "PCIe ACS or IOMMU settings)",
+            C.CONFIG,
+            78,
+            ref,
+        )
+    if status == _IB_FLUSHED:
+        return _consequence(
+            "triage.network.ib_flushed",
+            "IB/RoCE work requests flushed after an earlier error (status 5)",
+            ref,
+        )
+    if status in (_IB_RETRY_EXCEEDED, _IB_RNR_RETRY_EXCEEDED):
+        return _fail(
+            "triage.network.ib_retry_exceeded",
+            f"IB/RoCE retry exceeded (status {status}): the peer never acknowledged (link, switch, or RoCE "
+            "GID / routing)",
+            C.NETWORK,
+            48,
+            ref,
+        )
+    return _fail(
+        "triage.network.ib_completion", f"IB/RoCE completion error (status {status})", C.NETWORK, 46, ref
+    )
+
+
+_CONNECTION_REFUSED = "111"
+
+
+def _store_connect(event: Event) -> Meaning:
+    if event.fields.get("errno") == _CONNECTION_REFUSED:
+        return _SIMPLE["rendezvous"]  # the store's host answered, nothing listened: it was not up yet
+    return _fail(
+        "triage.config.store_unreachable",
+        "The c10d store's address could not be reached (MASTER_ADDR / MASTER_PORT wrong, or traffic blocked)",
+        C.CONFIG,
+        72,
+        "debugging-guide.md § 12",
+    )
+
+
+def _crash(event: Event) -> Meaning | None:
+    return _SEGFAULT if "Segmentation fault" in event.text else None
 
 
 def _xid(event: Event) -> Meaning:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
@@ -24,9 +24,9 @@ from hyperpod_nccl.triage.classify import Classification, classify
 from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.fatal import Meaning, meaning_of
 from hyperpod_nccl.triage.rank_state import RankState, build_rank_states
-from hyperpod_nccl.triage.reading import Reading, assess_reading
+from hyperpod_nccl.triage.reading import NODE_LOG_NAMES, Reading, assess_reading
 from hyperpod_nccl.triage.summary import Topology, build_topology, node_versions, pci_bus
-from hyperpod_nccl.triage.timeline import Clock, earliest
+from hyperpod_nccl.triage.timeline import Clock, collective_start, earliest
 
 if TYPE_CHECKING:
     from hyperpod_nccl.triage.rules import Rule
@@ -110,6 +110,30 @@ class Incident:
         return set(self.index.by_rank) | set(self.topology.rank_node) | self.reading.unattributed_ranks
 
     @cached_property
+    def started(self) -> datetime | None:
+        """The earliest moment a worker log speaks (node logs such as dmesg reach back before the
+        job); the stuck collective was issued while the job ran, so it bounds the start too."""
+        worker = [s for s in self.scans if not s.storage and s.source not in self.node_log_sources]
+        moments = [m for s in worker if (m := self.clock.at(s.first_dated))]
+        moments += [m for e in self.events if e.source not in self.node_log_sources and (m := self.at(e))]
+        issued = collective_start(self.at(self.fired), self.verdict.timeout_ms)
+        return min([*moments, *([issued] if issued else [])], default=None)
+
+    @cached_property
+    def node_log_sources(self) -> set[str]:
+        """Kernel logs (dmesg, journal) among the inputs: they keep history from before the job."""
+        found = {e.source for e in self.index.kind(*NODE_LOG_KINDS)}
+        return found | {s.source for s in self.scans if s.source.endswith(NODE_LOG_NAMES)}
+
+    def progressed_before(self, moment: datetime | None) -> bool:
+        """Whether the job is known to have run collectives before `moment` (or at all): ranks that
+        completed work, or a failure well after the job started."""
+        done = [s.completed or 0 for s in self.states.values()] + [s.seq or 0 for s in self.states.values()]
+        if max(done, default=0) >= _PROGRESS_WORK:
+            return True
+        return moment is not None and self.started is not None and moment - self.started >= _PROGRESS_TIME
+
+    @cached_property
     def versions(self) -> dict[str, dict[str, str]]:
         return node_versions(self.index.by_kind, self.topology)
 
@@ -153,6 +177,9 @@ def rules_of(incident: Incident, base: Sequence[Rule]) -> list[Rule]:
     return [*base, *(rule for source in incident.sources for rule in source.rules)]
 
 
+NODE_LOG_KINDS = ("xid", "sxid", "fell_off_bus", "oom_killed")
+_PROGRESS_WORK = 10  # collectives completed: past the barriers of start-up
+_PROGRESS_TIME = timedelta(minutes=5)
 _STATE_KINDS = (
     "wd_timeout",
     "wd_status",

@@ -51,7 +51,7 @@ NCCL_STATE = (
     _p(
         "wd_timeout",
         "Watchdog caught collective operation timeout",
-        r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+))?"
+        r"WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+))?"
         r"(?:, NumelOut=(?P<numel_out>-?\d+))?, Timeout\(ms\)=(?P<timeout_ms>\d+)\) ran for (?P<ran_ms>\d+)",
     ),
     _p(
@@ -92,7 +92,34 @@ NCCL_STATE = (
     ),
 )
 
+# Ranks that issued different collectives, as PyTorch and NCCL report it themselves.
+COLLECTIVES = (
+    _p(
+        "pg_mismatch",
+        "Detected mismatch between collectives",
+        r"Detected mismatch between collectives on ranks\.?\s*(?P<what>.*)",
+        key="what",
+    ),
+    _p("nccl_mismatch", "Mismatched collective detected", r"^(?:.*?around rank (?P<around>\d+))?"),
+    _p(
+        "collective_shape",
+        (
+            "must be equal to world_size times",
+            "same size as output size times world size",
+            "All tensor operands to scatter/gather",
+            "Tensor list input to scatter/gather must match",
+        ),
+    ),
+    _p(
+        "net_size_mismatch",
+        "collective mismatch error",
+        r"(?:peer (?P<peer>\S+) )?collective mismatch error,? local size (?P<local>\d+),? remote(?: size)? "
+        r"(?P<remote>\d+)",
+    ),
+)
+
 GPU = (
+    _p("invalid_device", "invalid device ordinal"),
     _p(
         "cuda_oom",
         "CUDA out of memory",
@@ -149,15 +176,51 @@ PROCESS = (
     _p("worker_exit", "Signal ", r"Signal (?P<signal>\d+) \((?P<signal_name>\w+|<N/A>)\) received by PID"),
     _p(
         "failure_field",
-        "(local_rank: ",
+        ("(local_rank: ", "host      : ", "time      : "),
         r"^\s*(?P<field>rank|host|time)\s+: (?P<value>\S+)(?: \(local_rank: (?P<local_rank>\d+)\))?",
+    ),
+    # torchrun's ChildFailedError lists other failures first, then the first observed one.
+    _p(
+        "failure_section",
+        ("Root Cause (first observed failure)", "Failures:"),
+        r"^\s*(?P<section>Root Cause|Failures)",
     ),
     _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<container_code>137)\b"),
 )
 
 CONFIG = (
-    _p("shm_exhausted", ("Unexpected bus error", "Error: failed to extend")),
-    _p("shm_exhausted", "No space left on device", r"/dev/shm|torch_\d+|shm"),
+    _p(
+        "shm_exhausted",
+        (
+            "Unexpected bus error",
+            "Error: failed to extend",
+            "shared memory segment",
+            "Call to posix_fallocate failed",
+            "Call to shm_open failed",
+            "unable to open shared memory object",
+            "unable to allocate shared memory",
+        ),
+    ),
+    _p(
+        "shm_exhausted",
+        ("No space left on device", "unable to mmap", "unable to write to file", "Cannot allocate memory"),
+        r"/dev/shm|</?torch_\d+|shm",
+    ),
+    _p(
+        "disk_full",
+        ("No space left on device", "Disk quota exceeded"),
+        r"^(?!.*(?:/dev/shm|torch_\d|shm))",
+    ),
+    _p(
+        "socket_iface",
+        (
+            "no socket interface found",
+            "No usable listening interface found",
+            "NET/Socket : no interface found",
+            "is neither AF_INET",
+            "no device found matching",
+        ),
+    ),
     _p("dataloader_exit", "DataLoader worker (pid"),
     _p("addr_in_use", ("Address already in use", "EADDRINUSE", "Tried to launch distributed communication")),
     _p(
@@ -175,6 +238,13 @@ CONFIG = (
         r"(?=(?:.*?ncclUniqueId from \[(?P<root>\d+)\])?)",
     ),
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
+    # A TCP connect to the store that never completed: errno 110 / 113 mean the address is
+    # unreachable (wrong MASTER_ADDR, traffic blocked); 111 means nothing listened there yet.
+    _p(
+        "store_connect",
+        "socket has failed to connect to",
+        r"failed to connect to (?P<target>\S+?)\.?(?: \(errno: (?P<errno>\d+)| |$)",
+    ),
     _p(
         "msg_truncated",
         "Message truncated",
@@ -193,8 +263,22 @@ CONFIG = (
             "NET/OFI Initializing plugin failed",
             "Couldn't open AV",
             "Failed to initialize any NET plugin",
-            "EFA provider requires",
         ),
+    ),
+    _p(
+        "efa_connect",
+        (
+            "into address vector",
+            "Couldn't bind EP-AV",
+            "Could not create address vector",
+            "CM connect failed",
+            "preparing for connection failed",
+            "Caught exception in plugin connect",
+        ),
+    ),
+    _p(
+        "ofi_libfabric_skew",
+        ("Couldn't set FI_OPT", "Could not set FI_OPT", "requires at least libfabric version"),
     ),
     _p(
         "tcp_fallback",
@@ -215,10 +299,28 @@ TRANSPORT = (
         r"(?P<what>(?:Request|Remote write|rx buffer|Bounce buffer).*completed with error.*)",
     ),
     _p("transport_error", "<warn>", r"libfabric:\d+:\d+:[^:]*:(?P<provider>\w+):(?P<subsystem>\w+):"),
-    _p("transport_error", ("Got completion", "Got async event")),
+    _p(
+        "ib_completion",
+        "Got completion",
+        r"Got completion (?:from peer (?P<peer>\S+) )?with (?:error |status=(?:\w+\()?)(?P<status>\d+)"
+        r"(?:.*?vendor[ _]err[= ]?(?P<vendor>\d+))?",
+        key="status",
+    ),
+    _p("transport_error", "Got async event"),
     _p(
         "socket_closed",
-        ("Connection closed by remote peer", "Call to recv from", "Failed to execute operation"),
+        (
+            "Connection closed by remote peer",
+            "Call to recv from",
+            "Call to send to",
+            "Failed to execute operation",
+        ),
+        r"^(?:.*?(?:peer |from |to )(?P<peer>[\w.:%\[\]-]+<\d+>))?",
+    ),
+    _p(
+        "remote_exit",
+        ("remote process exited or there was a network error", "ncclRemoteError"),
+        r"^(?:.*?, NCCL version (?P<version>\d+\.\d+\.\d+))?",
     ),
     _p(
         "nccl_error",
@@ -226,7 +328,7 @@ TRANSPORT = (
         r"NCCL error in: (?P<where>[^,]+), (?P<what>.*?)(?:, NCCL version (?P<version>\d+\.\d+\.\d+))?$",
     ),
     _p("nccl_aborted", "NCCL communicator was aborted"),
-    _p("remote_exit", "NCCL error", "remote process exited or there was a network error"),
+    _p("nccl_failure", "NCCL failure ", r"NCCL failure \S+ ?'(?P<what>[^']*)'"),
 )
 
 SCHEDULER = (
@@ -303,7 +405,28 @@ DATA = (
     ),
 )
 
+MISSING = (
+    _p(
+        "missing_file",
+        ("No such file or directory", " not found", "does not exist", "doesn't exist"),
+        r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s"
+        r"(?!.*(?:shared object|\.so\b|/dev/shm|[Mm]odule|command))"
+        r".*(?:No such file or directory|not found|does not exist|doesn't exist)",
+    ),
+)
+
+PROGRESS = (
+    # A tqdm bar: what a rank busy outside NCCL (tokenising, indexing a dataset) prints.
+    _p(
+        "progress",
+        "%|",
+        r"^.*(?<!\d)(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<done>[\d.]+\w?)/(?P<total>[\d.]+\w?)\s*"
+        r"\[(?P<elapsed>[\d:]+)<",
+    ),
+)
+
 PYTHON = (
+    _p("crash", ("Segmentation fault", "terminate called after throwing", "Fatal Python error")),
     _p("traceback", "Traceback (most recent call last)"),
     _p("setup_activity", ("Building wheel for", "Collecting ", "Installing collected packages")),
     _p(
@@ -315,8 +438,28 @@ PYTHON = (
 )
 
 EVENT_PATTERNS: tuple[Pattern, ...] = (
-    NCCL_STATE + GPU + PROCESS + CONFIG + TRANSPORT + SCHEDULER + STORAGE_CLIENT + DATA + PYTHON
+    NCCL_STATE
+    + COLLECTIVES
+    + GPU
+    + PROCESS
+    + CONFIG
+    + TRANSPORT
+    + SCHEDULER
+    + STORAGE_CLIENT
+    + DATA
+    + MISSING
+    + PROGRESS
+    + PYTHON
 )
+
+
+def elapsed_seconds(fields: dict[str, str]) -> int:
+    """A progress bar's elapsed time, `29:55` or `1:02:03`, in seconds."""
+    seconds = 0
+    for part in fields.get("elapsed", "0").split(":"):
+        seconds = seconds * 60 + int(part or 0)
+    return seconds
+
 
 FACT_PATTERNS: tuple[Pattern, ...] = (
     _p(
@@ -350,6 +493,13 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         key="provider",
     ),
     _p("network", "Using network", r"Using network (?P<network>.+?)\s*$", key="network"),
+    # The address a node's NCCL bootstraps and connects from: peers' errors name it.
+    _p(
+        "net_addr",
+        ("Bootstrap : Using", "Bootstrap: Using", "NET/Socket : Using", "OOB "),
+        r"(?:Using|OOB) (?:\[\d+\])?[\w.-]+:(?P<addr>[\d.]+|[0-9a-fA-F:]+[0-9a-fA-F])(?:%\w+)?<",
+        key="addr",
+    ),
     _p(
         "resumed",
         ("checkpoint", "Restor", "Resum", "Loading checkpoint", "Loaded checkpoint"),

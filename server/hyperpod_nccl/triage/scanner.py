@@ -28,6 +28,7 @@ from hyperpod_nccl.triage.patterns import (
     Dispatcher,
     Pattern,
     anchors_of,
+    elapsed_seconds,
 )
 from hyperpod_nccl.triage.prefilter import build_hit_finder
 from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, strip
@@ -35,7 +36,7 @@ from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, strip
 MAX_EVENTS_PER_FILE = 40_000
 MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
 _MAX_PROBLEMS_PER_FILE = 5
-_KEEP_LATEST = frozenset({"work_update"})
+_KEEP_LATEST = frozenset({"work_update", "progress"})
 
 
 @cache
@@ -113,9 +114,11 @@ class _FileState:
         self.scan = scan
         self.source = source
         self.keyed: dict[tuple[object, ...], Event] = {}
-        self.local_to_global: dict[int, int] = {}
-        self.local_pids: dict[int, tuple[str, int]] = {}
+        # (srun task of the launcher or None, local rank) → global rank, and → (host, pid)
+        self.local_to_global: dict[tuple[int | None, int], int] = {}
+        self.local_pids: dict[tuple[int | None, int], tuple[str, int]] = {}
         self.failure_block: dict[str, str] = {}
+        self.failure_section = ""  # "Root Cause" or "Failures" inside torchrun's ChildFailedError
 
 
 def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
@@ -178,13 +181,13 @@ def _note_identity(state: _FileState, stripped: Stripped) -> None:
         if stripped.pid is not None and stripped.rank is not None:
             scan.pid_ranks.setdefault((stripped.host, stripped.pid), stripped.rank)
         elif stripped.pid is not None and stripped.local_rank is not None:
-            state.local_pids.setdefault(stripped.local_rank, (stripped.host, stripped.pid))
+            state.local_pids.setdefault((stripped.task, stripped.local_rank), (stripped.host, stripped.pid))
     if stripped.rank is not None:
         scan.ranks.add(stripped.rank)
         if stripped.host:
             scan.rank_hosts.setdefault(stripped.rank, stripped.host)
         if stripped.local_rank is not None:
-            state.local_to_global.setdefault(stripped.local_rank, stripped.rank)
+            state.local_to_global.setdefault((stripped.task, stripped.local_rank), stripped.rank)
     if stripped.stamp and not stripped.stamp.startswith(UNKNOWN_YEAR):
         year = int(stripped.stamp[:4])
         scan.dated_years[year] = scan.dated_years.get(year, 0) + 1
@@ -204,6 +207,9 @@ def _record(
     if pattern.kind == "failure_field":
         _note_failure_field(state, fields)
         return
+    if pattern.kind == "failure_section":
+        state.failure_section, state.failure_block = fields["section"], {}
+        return
     event = Event(
         kind=pattern.kind,
         source=state.source,
@@ -216,6 +222,8 @@ def _record(
     )
     if stripped.local_rank is not None:
         event.fields["local_rank"] = str(stripped.local_rank)
+    if stripped.task is not None:
+        event.fields["task"] = str(stripped.task)
     if pattern.kind == "worker_exit":
         _attach_failure_block(state, event)
     _keep(state, event, _fold_key(pattern, event, stripped.local_rank))
@@ -231,6 +239,7 @@ def _fold_key(pattern: Pattern, event: Event, local_rank: int | None) -> tuple[o
         local_rank,
         event.node,
         event.fields.get("pg"),
+        event.fields.get("task"),
         separator,
     )
 
@@ -242,6 +251,8 @@ def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
             state.keyed[key] = event
         return
     existing.count += 1
+    if event.kind == "progress" and elapsed_seconds(event.fields) < elapsed_seconds(existing.fields):
+        return  # a bar is kept at its longest-running state, not its last redraw
     if event.kind in _KEEP_LATEST:
         existing.line, existing.text, existing.fields, existing.stamp = (
             event.line,
@@ -275,13 +286,19 @@ def _note_failure_field(state: _FileState, fields: dict[str, str]) -> None:
 
 
 def _attach_failure_block(state: _FileState, event: Event) -> None:
-    """torchrun's ChildFailedError names rank, host and time on the lines before `exitcode`."""
+    """torchrun's ChildFailedError names rank, host and time on the lines before `exitcode`, and
+    the failure listed under "Root Cause (first observed failure)" is where the job's end began."""
     block = state.failure_block
     if "block_code" not in event.fields and "signal" not in event.fields:
         return
     if block.get("rank", "").isdigit():
         event.rank = int(block["rank"])
     event.node = event.node or _short_host(block.get("host"))
+    if state.failure_section == "Root Cause":
+        event.fields["first_failure"] = "1"
+    pid = event.fields.get("block_pid")
+    if event.rank is not None and event.node and pid:
+        state.scan.pid_ranks.setdefault((event.node, int(pid)), event.rank)  # joins a kernel OOM kill
     if "time" in block:
         event.fields["time"] = block["time"]
         event.stamp = _stamp(Stripped(""), {"time": block["time"]})
@@ -294,29 +311,37 @@ def _apply_local_ranks(state: _FileState) -> None:
     _learn_local_ranks(state)
     for event in state.keyed.values():
         if event.rank is None and "local_rank" in event.fields:
-            event.rank = state.local_to_global.get(int(event.fields["local_rank"]))
+            event.rank = state.local_to_global.get(_local_key(event))
     for local, host_pid in state.local_pids.items():
         if local in state.local_to_global:
             state.scan.pid_ranks.setdefault(host_pid, state.local_to_global[local])
+
+
+def _local_key(event: Event) -> tuple[int | None, int]:
+    task = event.fields.get("task")
+    return (int(task) if task is not None else None, int(event.fields["local_rank"]))
 
 
 def _learn_local_ranks(state: _FileState) -> None:
     """Local → global ranks from NCCL's world communicator lines, then torchrun's arithmetic.
 
     torchrun numbers a node's workers contiguously (global = node offset + local): when every known
-    pair in a file shares one offset, the same offset names the workers that never said who they are.
+    pair of one launcher shares one offset, the same offset names the workers that never said who
+    they are. A file may hold several launchers (srun --label over torchrun): each has its own.
     """
     worlds = [e for e in state.keyed.values() if e.kind == "comm_rank" and "local_rank" in e.fields]
     widest = max((int(e.fields["nranks"]) for e in worlds), default=0)
     for event in worlds:
         if int(event.fields["nranks"]) == widest:
-            state.local_to_global.setdefault(int(event.fields["local_rank"]), int(event.fields["comm_rank"]))
-    offsets = {rank - local for local, rank in state.local_to_global.items()}
-    if len(offsets) == 1:
-        offset = offsets.pop()
-        locals_seen = {int(e.fields["local_rank"]) for e in state.keyed.values() if "local_rank" in e.fields}
-        for local in locals_seen:
-            state.local_to_global.setdefault(local, offset + local)
+            state.local_to_global.setdefault(_local_key(event), int(event.fields["comm_rank"]))
+    offsets: dict[int | None, set[int]] = {}
+    for (task, local), rank in state.local_to_global.items():
+        offsets.setdefault(task, set()).add(rank - local)
+    keys_seen = {_local_key(e) for e in state.keyed.values() if "local_rank" in e.fields}
+    for task, local in keys_seen:
+        found = offsets.get(task, set())
+        if len(found) == 1:
+            state.local_to_global.setdefault((task, local), next(iter(found)) + local)
 
 
 def _fill_file_level_identity(scan: FileScan) -> None:
@@ -326,6 +351,7 @@ def _fill_file_level_identity(scan: FileScan) -> None:
     for event in scan.events:
         if event.rank is None and only_rank is not None and event.kind not in ("srun_task", "slurm_cancel"):
             event.rank = only_rank
+            event.fields["rank_lent"] = "file"  # not said by the line itself
         if event.node is None and only_host is not None:
             event.node = only_host
     if only_host is not None:

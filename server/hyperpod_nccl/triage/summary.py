@@ -7,6 +7,7 @@ host, and torchrun's failure report.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ class Topology:
     world_size: int | None = None
     pid_rank: dict[tuple[str, int], int] = field(default_factory=dict)
     bus_rank: dict[tuple[str, str], int] = field(default_factory=dict)
+    addr_node: dict[str, str] = field(default_factory=dict)  # IP address or EC2 instance id → node
 
     @property
     def world(self) -> list[int]:
@@ -66,6 +68,8 @@ def build_topology(scans: Iterable[FileScan], by_kind: ByKind) -> Topology:
     ranks_seen |= set(topology.rank_node)
     topology.world_size = world or (max(ranks_seen) + 1 if ranks_seen else None)
     topology.nodes = sorted(hosts | set(topology.rank_node.values()))
+    for address, node in addresses_of_hosts(topology.nodes).items():
+        topology.addr_node.setdefault(address, node)
     return topology
 
 
@@ -81,9 +85,24 @@ def _learn_from_lines(topology: Topology, by_kind: ByKind, world: int) -> None:
         if "host" in event.fields:
             for rank in srun_tasks(event.fields["tasks"]):
                 topology.rank_node.setdefault(rank, event.fields["host"])
+    for event in by_kind.get("net_addr", ()):
+        if event.node:
+            topology.addr_node.setdefault(event.fields["addr"], event.node)
+    for event in by_kind.get("transport_error", ()):
+        if event.node and (own := _OWN_INSTANCE.search(event.text)):
+            topology.addr_node.setdefault(own.group(1), event.node)
     masters = [e.fields["master"] for e in by_kind.get("rendezvous", ()) if "master" in e.fields]
     if masters and 0 not in topology.rank_node:
         topology.rank_node[0] = masters[0].split(".", 1)[0]  # MASTER_ADDR is rank 0's host
+
+
+_OWN_INSTANCE = re.compile(r"My host id: (i-[0-9a-f]+)")
+_EC2_HOST = re.compile(r"^ip-(\d+)-(\d+)-(\d+)-(\d+)$")
+
+
+def addresses_of_hosts(nodes: Iterable[str]) -> dict[str, str]:
+    """EC2 host names carry their private address: `ip-10-1-2-3` is 10.1.2.3."""
+    return {".".join(m.groups()): node for node in nodes if (m := _EC2_HOST.match(node))}
 
 
 def srun_tasks(text: str) -> list[int]:
@@ -148,7 +167,15 @@ def _framework(scans: list[FileScan], by_kind: ByKind) -> str | None:
     return "PyTorch" if any(kind in by_kind for kind in ("pg_init", "wd_timeout", "wd_status")) else None
 
 
-_VERSION_KINDS = ("nccl_version", "nccl_error", "ofi_version", "torch_version", "wd_status", "wd_timeout")
+_VERSION_KINDS = (
+    "nccl_version",
+    "nccl_error",
+    "remote_exit",
+    "ofi_version",
+    "torch_version",
+    "wd_status",
+    "wd_timeout",
+)
 
 
 def node_versions(by_kind: ByKind, topology: Topology) -> dict[str, dict[str, str]]:
@@ -159,7 +186,7 @@ def node_versions(by_kind: ByKind, topology: Topology) -> dict[str, dict[str, st
         if node is None:
             continue
         found = versions.setdefault(node, {})
-        if event.kind in ("nccl_version", "nccl_error") and "version" in event.fields:
+        if event.kind in ("nccl_version", "nccl_error", "remote_exit") and "version" in event.fields:
             found.setdefault("nccl", event.fields["version"])
         elif event.kind == "ofi_version":
             found.setdefault("aws_ofi_nccl", event.fields["version"].removesuffix("-aws").removesuffix("aws"))

@@ -19,11 +19,19 @@ from hyperpod_nccl.triage.rules.catalogue import catalogue
 from hyperpod_nccl.triage.rules.exits import silent_exit
 from hyperpod_nccl.triage.rules.nccl import nccl_verdict
 from hyperpod_nccl.triage.rules.outcome import Outcome, Rule
+from hyperpod_nccl.triage.rules.progress import busy_outside_nccl
 from hyperpod_nccl.triage.rules.storage import ais_counters
 from hyperpod_nccl.triage.rules.unknown import clean_statement, unexplained_failure
 from hyperpod_nccl.triage.rules.versions import version_skew
 
-RULES: tuple[Rule, ...] = (catalogue, nccl_verdict, version_skew, silent_exit, ais_counters)
+RULES: tuple[Rule, ...] = (
+    catalogue,
+    nccl_verdict,
+    version_skew,
+    silent_exit,
+    busy_outside_nccl,
+    ais_counters,
+)
 
 __all__ = ["RULES", "Outcome", "Rule", "run_rules"]
 

@@ -1,5 +1,5 @@
 """The catalogue rule: every meaning the lines carry (`fatal.py`) is one finding, and each meaning
-that can start a failure is one origin candidate."""
+that can start a failure is one origin candidate, refined by its family's origin rule."""
 
 from __future__ import annotations
 
@@ -7,14 +7,18 @@ from collections.abc import Iterable
 
 from hyperpod_nccl.models import Category, Finding, Status
 from hyperpod_nccl.triage.events import Event
-from hyperpod_nccl.triage.fatal import JOB_WIDE_IDS, NODE_LEVEL_IDS, Meaning, cuda_oom_figures
+from hyperpod_nccl.triage.fatal import Meaning, cuda_oom_figures
 from hyperpod_nccl.triage.findings import decisive, event_ranks, evidence, listed, scope
 from hyperpod_nccl.triage.model import Group, Incident
 from hyperpod_nccl.triage.root_cause import Candidate
+from hyperpod_nccl.triage.rules.fabric import never_worked
+from hyperpod_nccl.triage.rules.origin import ORIGIN_REFINERS, Refiner
 from hyperpod_nccl.triage.rules.outcome import Outcome
 
 _KILL_IDS = frozenset({"triage.host.sigkill"})
-_LATE_SETUP = "triage.rendezvous.late_setup"
+# After a candidate is proposed: who began the failure (origin.py), and whether a fabric error
+# means a fabric that never worked (fabric.py).
+REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked)
 
 
 def catalogue(incident: Incident) -> Outcome:
@@ -67,7 +71,8 @@ def _catalogue_candidate(group: Group, incident: Incident) -> Candidate | None:
             return None
         events = [e for e in events if event_ranks(e) & ranks]
     found = candidate_of(meaning, events, ranks, incident)
-    _refine_culprits(found, meaning, incident)
+    for refiner in REFINERS:
+        refiner(found, group, incident)
     return found
 
 
@@ -88,30 +93,3 @@ def candidate_of(
         confidence="high" if meaning.weight >= 75 else "medium",
         finding_id=meaning.id,
     )
-
-
-def _refine_culprits(candidate: Candidate, meaning: Meaning, incident: Incident) -> None:
-    """Who to blame differs by kind: nobody for a job-wide cancellation, the whole node for a node
-    failure, the ranks still installing packages for a store that timed out waiting for clients."""
-    topology = incident.topology
-    if meaning.id in JOB_WIDE_IDS:
-        candidate.ranks, candidate.nodes = [], []
-    elif meaning.id in NODE_LEVEL_IDS and not candidate.ranks:
-        candidate.ranks = sorted(r for r, node in topology.rank_node.items() if node in candidate.nodes)
-    elif meaning.category == Category.RENDEZVOUS:
-        candidate.ranks = _store_culprits(incident) or candidate.ranks
-        candidate.nodes = incident.nodes_of(candidate.ranks) or candidate.nodes
-
-
-def _store_culprits(incident: Incident) -> list[int]:
-    """Ranks still installing packages never reached the store; a rank every other rank waited on
-    for the ncclUniqueId never published it."""
-    late = incident.groups.get(_LATE_SETUP)
-    if late is not None:
-        ranks = sorted(set().union(*(event_ranks(e) for e in late.events)))
-        if ranks:
-            return ranks
-    events = [
-        e for g in incident.groups.values() if g.meaning.category == Category.RENDEZVOUS for e in g.events
-    ]
-    return sorted({int(e.fields["root"]) for e in events if "root" in e.fields})

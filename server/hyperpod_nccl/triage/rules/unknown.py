@@ -35,6 +35,9 @@ _PRIMARY: dict[str, tuple[str, str]] = {
     "cuda_error": ("a CUDA error", "debugging-guide.md § 20"),
     "async_error": ("an NCCL async error on a collective", "debugging-guide.md § 3"),
     "heartbeat": ("the watchdog's heartbeat monitor", "debugging-guide.md § 1"),
+    "nccl_failure": ("an NCCL call that failed (nccl-tests)", "performance-testing.md § 5"),
+    "crash": ("a process crash (abort or segmentation fault)", "debugging-guide.md § 15"),
+    "store_connect": ("a failed connection to the c10d store", "debugging-guide.md § 7"),
 }
 _CONSEQUENCES: dict[str, tuple[str, str]] = {
     "wd_timeout": ("a watchdog collective timeout", "debugging-guide.md § 1"),
