@@ -11,6 +11,7 @@ from tests.realworld.corpus import CASES_DIR, RECORD_NAME, Case, load_cases
 
 CASES = load_cases()
 MAX_CASES_PER_REPOSITORY = 6
+MIN_CASES = 40
 _CASE_NAME = re.compile(r"^\d{2}-[a-z0-9]+(-[a-z0-9]+)*$")
 _GITHUB_WHERE = re.compile(r"^github:(?P<repo>[\w.-]+/[\w.-]+)#\d+$")
 
@@ -56,3 +57,7 @@ def test_no_repository_dominates_the_corpus() -> None:
     )
     crowded = {repo: n for repo, n in repositories.items() if n > MAX_CASES_PER_REPOSITORY}
     assert not crowded, f"more than {MAX_CASES_PER_REPOSITORY} cases from one repository: {crowded}"
+
+
+def test_the_corpus_is_large_enough() -> None:
+    assert len(CASES) >= MIN_CASES, f"only {len(CASES)} cases, want at least {MIN_CASES}"
