@@ -47,9 +47,11 @@ def classify(
     world: list[int],
     seen: set[int] | None = None,
     unread: Iterable[int] = (),
+    known: bool = True,
 ) -> Classification:
     """Compare every rank; `seen` are the ranks that left any line at all (default: all of `world`),
-    `unread` those whose logs could not be read wholly."""
+    `unread` those whose logs could not be read wholly. `known` says whether the world size was
+    read from a line: one rank's state alone, in a world inferred from it, compares with nothing."""
     if not states:
         return Classification("none")
     result = Classification("none")
@@ -65,6 +67,8 @@ def classify(
     result.mismatched = _mismatch(states)
     result.rank0_ahead = _rank0_ahead(states, result.stuck_seq)
     result.verdict, result.culprits = _verdict(states, result)
+    if result.verdict == "all_inside" and not known and len(states) < 2:
+        result.verdict = "incomplete"  # the others' logs are not in the input: nothing to compare
     return result
 
 

@@ -125,13 +125,6 @@ _SIMPLE: dict[str, Meaning] = {
         76,
         "debugging-guide.md § 10",
     ),
-    "memreg": _fail(
-        "triage.config.memlock",
-        "RDMA memory registration failed (memlock limit)",
-        C.CONFIG,
-        78,
-        "debugging-guide.md § 17",
-    ),
     "ofi_init_failed": _fail(
         "triage.config.efa_plugin",
         "aws-ofi-nccl / EFA initialisation failed",
@@ -200,6 +193,16 @@ _SIMPLE: dict[str, Meaning] = {
         "Reads from storage failed (I/O error)",
         C.STORAGE_IO,
         68,
+        "debugging-guide.md § 14",
+    ),
+    # ESTALE: another client removed or replaced the file this one held — caches, lock files or
+    # checkpoints shared by several nodes on NFS-like storage, not the storage service failing.
+    "stale_handle": _fail(
+        "triage.software.stale_file_handle",
+        "A file on a shared filesystem was removed or replaced by another node while in use (Stale file "
+        "handle): a cache, lock or checkpoint directory shared across nodes",
+        C.SOFTWARE,
+        66,
         "debugging-guide.md § 14",
     ),
     "lustre_evicted": _fail(
@@ -329,6 +332,21 @@ _SIMPLE: dict[str, Meaning] = {
         74,
         "debugging-guide.md § 10",
     ),
+    "ddp_reducer": _fail(
+        "triage.software.ddp_unused_parameters",
+        "DDP: some parameters took no part in the loss (a forward that skips modules, or outputs left out of "
+        "the loss)",
+        C.SOFTWARE,
+        75,
+        "debugging-guide.md § 15",
+    ),
+    "p2p_unsupported": _fail(
+        "triage.config.p2p_unsupported",
+        "GPU peer-to-peer transfers are not supported here (consumer GPUs, or PCIe / IOMMU settings)",
+        C.CONFIG,
+        75,
+        "debugging-guide.md § 19",
+    ),
     "missing_file": _fail(
         "triage.data.missing_file",
         "A file the job reads does not exist (dataset, checkpoint or config path)",
@@ -424,8 +442,6 @@ _CONSEQUENCE_WORDS = re.compile(
 def meaning_of(event: Event) -> Meaning | None:
     """What one event means; None for lines that only feed the rank state or the job summary."""
     kind = event.kind
-    if kind in _SIMPLE:
-        return _SIMPLE[kind]
     special = {
         "xid": _xid,
         "sxid": _sxid,
@@ -438,9 +454,11 @@ def meaning_of(event: Event) -> Meaning | None:
         "nccl_aborted": lambda _: _NCCL_ERROR,
         "ib_completion": _ib_completion,
         "store_connect": _store_connect,
+        "memreg": _memory_registration,
+        "cuda_error": _cuda_error,
         "crash": _crash,
     }.get(kind)
-    return special(event) if special else None
+    return special(event) if special else _SIMPLE.get(kind)
 
 
 # ibv_wc_status values (ibverbs) NCCL prints in `Got completion … with error N` / `status=…(N)`.
@@ -477,6 +495,67 @@ def _ib_completion(event: Event) -> Meaning:
     return _fail(
         "triage.network.ib_completion", f"IB/RoCE completion error (status {status})", C.NETWORK, 46, ref
     )
+
+
+_MEMLOCK = _fail(
+    "triage.config.memlock",
+    "RDMA memory registration failed (memlock limit)",
+    C.CONFIG,
+    78,
+    "debugging-guide.md § 17",
+)
+
+
+def _memory_registration(event: Event) -> Meaning:
+    """Why registration failed decides the fix: ENOMEM is the memlock limit; EINVAL on GPU memory
+    (type 2) is a provider that cannot register CUDA memory (a libfabric / driver version issue);
+    EFAULT is GPUDirect RDMA missing (nvidia-peermem not loaded)."""
+    why = event.fields.get("why", "")
+    if why in ("Invalid argument", "RC: -22", "err -22") and event.fields.get("type"):
+        return _fail(
+            "triage.software.gpu_memory_registration",
+            "GPU memory could not be registered with the fabric provider (a libfabric / EFA installer or "
+            "driver version that mishandles CUDA memory)",
+            C.SOFTWARE,
+            78,
+            "debugging-guide.md § 10",
+        )
+    if why == "Bad address":
+        return _fail(
+            "triage.config.gpudirect_rdma",
+            "GPU memory could not be registered with the NIC (GPUDirect RDMA unavailable: nvidia-peermem not "
+            "loaded?)",
+            C.CONFIG,
+            78,
+            "debugging-guide.md § 17",
+        )
+    return _MEMLOCK
+
+
+# cudaGetErrorString texts that mean builds do not match (the GPU, the driver, CUDA, NCCL, PyTorch).
+_MISMATCHED_BUILDS = (
+    "invalid resource handle",
+    "invalid device function",
+    "no kernel image",
+    "PTX",
+    "unsupported toolchain",
+    "driver version is insufficient",
+    "named symbol not found",
+)
+
+
+def _cuda_error(event: Event) -> Meaning:
+    what = event.fields.get("what", "")
+    if any(text in what for text in _MISMATCHED_BUILDS):
+        return _fail(
+            "triage.software.cuda_build_mismatch",
+            "A CUDA call failed in a way that points at mismatched builds (GPU, driver, CUDA, NCCL and "
+            "PyTorch versions)",
+            C.SOFTWARE,
+            64,
+            "debugging-guide.md § 10",
+        )
+    return _SIMPLE["cuda_error"]
 
 
 _CONNECTION_REFUSED = "111"

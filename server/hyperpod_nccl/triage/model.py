@@ -168,7 +168,7 @@ def build_incident(
     seen = set(index.by_rank) | set(topology.rank_node)
     reading = assess_reading(scans, skipped, topology, seen)
     seen |= reading.unattributed_ranks
-    verdict = classify(states, topology.world, seen, unread=reading.unread_ranks)
+    verdict = classify(states, topology.world, seen, unread=reading.unread_ranks, known=topology.world_known)
     return Incident(scans, index, topology, clock, states, verdict, reading, sources)
 
 

@@ -51,8 +51,14 @@ NCCL_STATE = (
     _p(
         "wd_timeout",
         "Watchdog caught collective operation timeout",
-        r"WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+))?"
-        r"(?:, NumelOut=(?P<numel_out>-?\d+))?, Timeout\(ms\)=(?P<timeout_ms>\d+)\) ran for (?P<ran_ms>\d+)",
+        # The WorkNCCL(...) part may sit on the next line (a wrapped or abbreviated paste).
+        r"^(?:.*?WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
+        r"(?:, NumelIn=(?P<numel_in>-?\d+))?(?:, NumelOut=(?P<numel_out>-?\d+))?, "
+        r"Timeout\(ms\)=(?P<timeout_ms>\d+)\) ran for (?P<ran_ms>\d+))?",
+    ),
+    _p(
+        "wd_frame",
+        ("WorkNCCL::checkTimeout", "raised from ncclCommWatchdog", "raised from checkTimeout"),
     ),
     _p(
         "wd_status",
@@ -141,6 +147,11 @@ GPU = (
     _p("nvlink_error", "NVLink", "uncorrectable NVLink error"),
     _p("no_gpu", ("No CUDA GPUs are available", "CUDA-capable device")),
     _p("cuda_error", "CUDA error: ", r"CUDA error: (?P<what>[^.\n]*)"),
+    _p("cuda_error", ("Cuda failure", "CUDA failure"), r"(?i)cuda failure\s*(?:\d+\s*)?'(?P<what>[^']*)'"),
+    _p(
+        "p2p_unsupported",
+        ("via P2P or IB", "peer access is not supported", "P2P is not supported"),
+    ),
     _p(
         "xid",
         "NVRM: Xid",
@@ -253,6 +264,8 @@ CONFIG = (
     _p(
         "memreg",
         ("Unable to register memory", "Call to ibv_reg", "Unable to register MR", "Failed to allocate pd"),
+        r"^(?:.*?(?P<type>type = 2))?(?:.*?(?P<why>Cannot allocate memory|Invalid argument|Bad address"
+        r"|RC: -\d+|err -\d+))?",
     ),
     _p(
         "ofi_init_failed",
@@ -349,7 +362,8 @@ SCHEDULER = (
 
 STORAGE_CLIENT = (
     _p("storage_error", ("AISBatchLoaderError", "BatchLoaderError")),
-    _p("io_error", ("Input/output error", "Stale file handle", "Transport endpoint is not connected")),
+    _p("io_error", ("Input/output error", "Transport endpoint is not connected")),
+    _p("stale_handle", "Stale file handle"),
     _p(
         "lustre_evicted",
         ("This client was evicted", "LustreError", "Lustre: "),
@@ -415,6 +429,17 @@ MISSING = (
     ),
 )
 
+FRAMEWORK = (
+    _p(
+        "ddp_reducer",
+        (
+            "Expected to have finished reduction in the prior iteration",
+            "parameters that were not used in producing loss",
+            "Expected to mark a variable ready only once",
+        ),
+    ),
+)
+
 PROGRESS = (
     # A tqdm bar: what a rank busy outside NCCL (tokenising, indexing a dataset) prints.
     _p(
@@ -448,6 +473,7 @@ EVENT_PATTERNS: tuple[Pattern, ...] = (
     + STORAGE_CLIENT
     + DATA
     + MISSING
+    + FRAMEWORK
     + PROGRESS
     + PYTHON
 )
@@ -467,7 +493,13 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         "ProcessGroupNCCL initialization options",
         r"size: (?P<size>\d+), global rank: (?P<global_rank>\d+), TIMEOUT\(ms\): (?P<timeout_ms>\d+)",
     ),
-    _p("nccl_version", "NCCL version", r"NCCL version:? (?P<version>\d+\.\d+\.\d+)", key="version"),
+    _p(
+        "nccl_version",
+        ("NCCL version", "compiled with NCCL"),
+        r"(?:NCCL version:?|compiled with NCCL) (?P<version>\d+\.\d+(?:\.\d+)?)",
+        key="version",
+    ),
+    _p("training_done", ("Trainer.fit` stopped", "Training completed. Do not forget")),
     _p(
         "ofi_version",
         ("NET/OFI Initializing aws", "NET/OFI Using aws"),

@@ -37,6 +37,7 @@ class Topology:
     rank_node: dict[int, str] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
     world_size: int | None = None
+    world_known: bool = False  # said by a line (process group size, nranks), not inferred from ranks seen
     pid_rank: dict[tuple[str, int], int] = field(default_factory=dict)
     bus_rank: dict[tuple[str, str], int] = field(default_factory=dict)
     addr_node: dict[str, str] = field(default_factory=dict)  # IP address or EC2 instance id → node
@@ -67,6 +68,7 @@ def build_topology(scans: Iterable[FileScan], by_kind: ByKind) -> Topology:
     ranks_seen = {e.rank for events in by_kind.values() for e in events if e.rank is not None}
     ranks_seen |= set(topology.rank_node)
     topology.world_size = world or (max(ranks_seen) + 1 if ranks_seen else None)
+    topology.world_known = bool(world)
     topology.nodes = sorted(hosts | set(topology.rank_node.values()))
     for address, node in addresses_of_hosts(topology.nodes).items():
         topology.addr_node.setdefault(address, node)

@@ -16,20 +16,23 @@ from __future__ import annotations
 
 from hyperpod_nccl.triage.model import Incident, rules_of
 from hyperpod_nccl.triage.rules.catalogue import catalogue
+from hyperpod_nccl.triage.rules.diverged import diverged_after_training
 from hyperpod_nccl.triage.rules.exits import silent_exit
 from hyperpod_nccl.triage.rules.nccl import nccl_verdict
 from hyperpod_nccl.triage.rules.outcome import Outcome, Rule
 from hyperpod_nccl.triage.rules.progress import busy_outside_nccl
 from hyperpod_nccl.triage.rules.storage import ais_counters
 from hyperpod_nccl.triage.rules.unknown import clean_statement, unexplained_failure
-from hyperpod_nccl.triage.rules.versions import version_skew
+from hyperpod_nccl.triage.rules.versions import obsolete_nccl, version_skew
 
 RULES: tuple[Rule, ...] = (
     catalogue,
     nccl_verdict,
     version_skew,
+    obsolete_nccl,
     silent_exit,
     busy_outside_nccl,
+    diverged_after_training,
     ais_counters,
 )
 

@@ -175,12 +175,15 @@ def _incomplete(incident: Incident) -> Finding:
     if verdict.unread:
         parts.append(f"Ranks whose logs could not be read wholly: {compress(verdict.unread)}")
     missing = len(verdict.absent) + len(verdict.unread)
+    if not parts:
+        parts.append("The other ranks of the job left no line in the input (its size is not known)")
+    whose = f"Logs of {missing} ranks are" if missing else "The other ranks' logs are"
+    waiting = f"{len(verdict.waiting)} rank{'s' if len(verdict.waiting) > 1 else ''}"
     return Finding(
         id="triage.input.missing_ranks",
         status=Status.WARN,
         priority=Priority.P1,
-        title=f"Logs of {missing} ranks are missing or unreadable, and {len(verdict.waiting)} ranks timed "
-        f"out waiting in {collective_name(verdict)}",
+        title=f"{whose} missing or unreadable, and {waiting} timed out waiting in {collective_name(verdict)}",
         reference="debugging-guide.md § 1",
         detail=f"{'; '.join(parts)}. The rank that never entered the collective may be among them: add "
         "every node's log files (readable) and run the triage again.",

@@ -42,6 +42,7 @@ _PRIMARY: dict[str, tuple[str, str]] = {
 _CONSEQUENCES: dict[str, tuple[str, str]] = {
     "wd_timeout": ("a watchdog collective timeout", "debugging-guide.md § 1"),
     "wd_status": ("a watchdog failure report", "debugging-guide.md § 1"),
+    "wd_frame": ("the watchdog's C++ stack after a collective timeout", "debugging-guide.md § 1"),
     "dump_first": ("a watchdog dump signal", "debugging-guide.md § 1"),
     "take_down": ("the watchdog taking the process down", "debugging-guide.md § 1"),
     "nccl_aborted": ("an aborted NCCL communicator", "debugging-guide.md § 3"),

@@ -16,6 +16,8 @@ _COMPONENTS = (
     ("torch", "PyTorch", "torch_version"),
 )
 _SKEW_WEIGHT = 80  # above "Message truncated", which the skew explains
+_OBSOLETE_WEIGHT = 66  # above a bare NCCL failure it explains, below a rank's own decisive error
+_FIRST_SUPPORTED_NCCL = 2
 
 
 def version_skew(incident: Incident) -> Outcome:
@@ -70,3 +72,41 @@ def _skew(
         finding.id,
     )
     return Outcome([finding], [candidate])
+
+
+def obsolete_nccl(incident: Incident) -> Outcome:
+    """NCCL 1.x (nccl-tests prints `compiled with NCCL 1.0`) predates every supported GPU and driver."""
+    old = [
+        e for e in incident.index.kind("nccl_version") if _major(e.fields["version"]) < _FIRST_SUPPORTED_NCCL
+    ]
+    if not old:
+        return Outcome()
+    first = incident.first(old)
+    version = first.fields["version"] if first else "1.x"
+    finding = Finding(
+        id="triage.software.obsolete_nccl",
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"Built against NCCL {version}, long unsupported",
+        reference="debugging-guide.md § 10",
+        detail="NCCL 1.x predates current GPUs, drivers and CUDA: build against a current NCCL 2 release.",
+        nodes=sorted({n for e in old if (n := e.node or incident.node_of(e.rank))}),
+        evidence=[evidence(e, incident.topology) for e in old[:2]],
+    )
+    candidate = Candidate(
+        Category.SOFTWARE,
+        _OBSOLETE_WEIGHT,
+        f"NCCL {version} is obsolete",
+        [],
+        finding.nodes,
+        first,
+        incident.at(first),
+        "medium",
+        finding.id,
+    )
+    return Outcome([finding], [candidate])
+
+
+def _major(version: str) -> int:
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else _FIRST_SUPPORTED_NCCL
