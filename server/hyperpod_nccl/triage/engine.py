@@ -50,6 +50,15 @@ def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) ->
     return analyse(scans, found.skipped)
 
 
+def nothing_read(report: Report) -> str | None:
+    """Why a triage that found files could read none of them (exit 2), or None when it read some."""
+    if report.summary.files_read or not report.skipped:
+        return None
+    reasons = "; ".join(f"{s.source}: {s.reason}" for s in report.skipped[:3])
+    more = f" (+{len(report.skipped) - 3} more)" if len(report.skipped) > 3 else ""
+    return f"no file could be read: {reasons}{more}"
+
+
 def scan_all(files: list[InputFile]) -> list[FileScan]:
     """Scan every file once, across processes when the input is big enough to pay for them."""
     workers = _worker_count(files)

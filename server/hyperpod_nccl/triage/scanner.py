@@ -7,7 +7,6 @@ fold into the first event's `count`, so memory grows with ranks × kinds, never 
 
 from __future__ import annotations
 
-import gzip
 import re
 import tarfile
 import zlib
@@ -75,7 +74,7 @@ def scan_input(item: InputFile) -> FileScan:
                 _scan_stream(stream, item.source, scan)
     except BinaryInput as error:
         scan.damage = str(error)
-    except (EOFError, zlib.error, gzip.BadGzipFile, tarfile.TarError) as error:
+    except (EOFError, zlib.error, tarfile.TarError) as error:
         scan.damage = f"truncated or corrupt compressed data after line {scan.lines_read}: {error}"
     except OSError as error:
         scan.damage = f"read error after line {scan.lines_read}: {error.strerror or error}"
@@ -90,11 +89,51 @@ def _open(item: InputFile) -> Iterator[BinaryIO]:
     with item.path.open("rb") as raw:
         if raw.read(2) == b"\x1f\x8b":
             raw.seek(0)
-            with gzip.GzipFile(fileobj=raw) as unzipped:
-                yield unzipped  # type: ignore[misc]
+            yield _GzipStream(raw)  # type: ignore[misc]
         else:
             raw.seek(0)
             yield raw
+
+
+class _GzipStream:
+    """A gzip file read forward only. Unlike GzipFile, which drops the output of the read call
+    that meets the damage, every byte decompressed before a cut or a corrupt block is returned
+    first; the error comes on the next read."""
+
+    _RAW_CHUNK = 256 * 1024
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._unzip = zlib.decompressobj(wbits=31)
+        self._pending = b""
+        self._error: Exception | None = None
+        self._done = False
+
+    def read(self, size: int) -> bytes:
+        while len(self._pending) < size and not self._done and self._error is None:
+            self._fill()
+        if not self._pending and self._error is not None:
+            raise self._error
+        out, self._pending = self._pending[:size], self._pending[size:]
+        return out
+
+    def _fill(self) -> None:
+        data = self._raw.read(self._RAW_CHUNK)
+        try:
+            if not data:
+                if not self._unzip.eof:
+                    self._error = EOFError(
+                        "compressed file ended before the end-of-stream marker was reached"
+                    )
+                self._done = True
+                return
+            self._pending += self._unzip.decompress(data)
+            while self._unzip.eof and self._unzip.unused_data:  # concatenated gzip members
+                rest = self._unzip.unused_data
+                self._unzip = zlib.decompressobj(wbits=31)
+                self._pending += self._unzip.decompress(rest)
+        except zlib.error as error:
+            self._error = error
 
 
 def _scan_archive(item: InputFile, scan: FileScan) -> None:
@@ -137,6 +176,11 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         scan.lines_read += report.lines
         for line, dropped in report.truncated:
             scan.problems.append(f"{source}:{line}: line truncated, {dropped} bytes past 64 KiB not read")
+        if report.nul_bytes:
+            scan.damage = scan.damage or (
+                f"{report.nul_bytes} NUL bytes (a hole in the file) skipped from line "
+                f"{report.first_nul_line}; the lines around them were read"
+            )
         scan.events.extend(state.keyed.values())
         _apply_local_ranks(state)
 
