@@ -455,6 +455,7 @@ def meaning_of(event: Event) -> Meaning | None:
         "ib_completion": _ib_completion,
         "store_connect": _store_connect,
         "memreg": _memory_registration,
+        "async_error": _async_error,
         "cuda_error": _cuda_error,
         "crash": _crash,
     }.get(kind)
@@ -556,6 +557,13 @@ def _cuda_error(event: Event) -> Meaning:
             "debugging-guide.md § 10",
         )
     return _SIMPLE["cuda_error"]
+
+
+def _async_error(event: Event) -> Meaning | None:
+    """`Collective WorkNCCL(...) raised the following async exception: NCCL error: …`: what failed."""
+    if "remote process exited" in event.fields.get("what", ""):
+        return _SIMPLE["remote_exit"]
+    return None
 
 
 _CONNECTION_REFUSED = "111"

@@ -340,9 +340,13 @@ def _attach_failure_block(state: _FileState, event: Event) -> None:
     event.node = event.node or _short_host(block.get("host"))
     if state.failure_section == "Root Cause":
         event.fields["first_failure"] = "1"
+    if event.node:
+        state.scan.hosts.add(event.node)
     pid = event.fields.get("block_pid")
-    if event.rank is not None and event.node and pid:
-        state.scan.pid_ranks.setdefault((event.node, int(pid)), event.rank)  # joins a kernel OOM kill
+    if event.rank is not None and event.node:
+        state.scan.rank_hosts.setdefault(event.rank, event.node)
+        if pid:
+            state.scan.pid_ranks.setdefault((event.node, int(pid)), event.rank)  # joins a kernel OOM kill
     if "time" in block:
         event.fields["time"] = block["time"]
         event.stamp = _stamp(Stripped(""), {"time": block["time"]})
