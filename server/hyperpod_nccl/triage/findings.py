@@ -65,7 +65,8 @@ def decisive(events: Iterable[Event], clock: Clock, limit: int = MAX_EVIDENCE) -
         if event.rank is None or event.rank not in seen:
             firsts.append(event)
             seen.add(event.rank)
-    rest = [e for e in ordered if e not in firsts]
+    chosen = {id(e) for e in firsts}
+    rest = [e for e in ordered if id(e) not in chosen]
     return (firsts + rest)[:limit]
 
 
