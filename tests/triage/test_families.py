@@ -616,6 +616,98 @@ def test_each_family_names_its_category_and_quotes_its_line(
     assert quotes(report, decisive), describe(report)
 
 
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        (
+            "gpu-a:18553:18611 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out",
+            Category.CONFIG,
+        ),
+        (
+            nccl_warn(
+                "gpu-a",
+                795,
+                0,
+                "include/socket.h:409",
+                "Net : Connect to 192.168.1.9<54263> failed : No route to host",
+            ),
+            Category.CONFIG,
+        ),
+        (
+            nccl_warn(
+                "gpu-a",
+                795,
+                0,
+                "misc/socket.cc:483",
+                "socketStartConnect: Connect to 10.0.0.2<45763> failed : Software caused connection abort",
+            ),
+            Category.CONFIG,
+        ),
+        (
+            nccl_warn(
+                "gpu-a",
+                795,
+                6,
+                "misc/socket.cc:533",
+                "socketPollConnect: Connect to 10.0.0.4<56849> returned "
+                "113(No route to host) errno 115(Operation now in progress)",
+            ),
+            Category.CONFIG,
+        ),
+        (
+            nccl_warn(
+                "gpu-a",
+                795,
+                0,
+                "misc/socket.cc:617",
+                "socketPollConnect to 10.1.1.1<4000> failed with error Connection refused",
+                stamp="[2026-03-02 10:00:01] ",
+            ),
+            Category.NETWORK,
+        ),
+        (
+            "RuntimeError: DataLoader worker (pid 46794) is killed by signal: Bus error. It is possible that "
+            "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+            Category.CONFIG,
+        ),
+        ("RuntimeError: DataLoader worker (pid 46794) is killed by signal: Killed.", Category.HOST_OOM),
+        (
+            "E0517 08:24:03.805000 140617718325696 torch/distributed/elastic/multiprocessing/api.py:826] "
+            "failed "
+            "(exitcode: -7) local_rank: 0 (pid: 970611) of binary: /tmp/venv/bin/python3",
+            Category.CONFIG,
+        ),
+        ("RuntimeError: CUDA error: system not yet initialized", Category.CONFIG),
+        (
+            nccl_warn("gpu-a", 25, 0, "init.cc:1420", "Cuda failure 'system not yet initialized'"),
+            Category.CONFIG,
+        ),
+        ("RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable", Category.CONFIG),
+        (
+            "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+            Category.GPU_OOM,
+        ),
+    ],
+    ids=[
+        "socket-2.2",
+        "socket-2.10",
+        "socket-2.18",
+        "socket-2.21",
+        "socket-refused-2.27",
+        "dataloader-bus-error",
+        "dataloader-killed",
+        "torchrun-sigbus",
+        "fabric-manager",
+        "fabric-manager-nccl",
+        "gpu-busy",
+        "cublas-alloc",
+    ],
+)
+def test_connection_setup_and_process_level_families(tmp_path: Path, text: str, category: Category) -> None:
+    report = triage(tmp_path, {"console.log": text + "\n"})
+    assert cause(report)[0] == category, describe(report)
+
+
 def test_a_library_missing_its_shared_object_is_not_missing_data(tmp_path: Path) -> None:
     line = "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory"
     report = triage(tmp_path, {"console.log": line + "\n"})

@@ -340,6 +340,28 @@ _SIMPLE: dict[str, Meaning] = {
         75,
         "debugging-guide.md § 15",
     ),
+    "fabric_manager": _fail(
+        "triage.config.fabric_manager",
+        "CUDA reports the system not yet initialized: on NVSwitch nodes the NVIDIA Fabric Manager is not "
+        "running",
+        C.CONFIG,
+        84,
+        "multinode.md § 1",
+    ),
+    "gpu_busy": _fail(
+        "triage.config.gpu_busy",
+        "A GPU was busy or unavailable (exclusive-process compute mode, or another process holds it)",
+        C.CONFIG,
+        78,
+        "debugging-guide.md § 20",
+    ),
+    "dataloader_killed": _fail(
+        "triage.host.dataloader_killed",
+        "A DataLoader worker was killed with SIGKILL (usually the host OOM killer)",
+        C.HOST_OOM,
+        84,
+        "debugging-guide.md § 4",
+    ),
     "p2p_unsupported": _fail(
         "triage.config.p2p_unsupported",
         "GPU peer-to-peer transfers are not supported here (consumer GPUs, or PCIe / IOMMU settings)",
@@ -387,6 +409,14 @@ _EXCEPTION = _fail(
     C.SOFTWARE,
     55,
     "debugging-guide.md § 15",
+)
+_SIGBUS = -7
+_BUS_ERROR = _fail(
+    "triage.config.sigbus",
+    "Worker killed by SIGBUS (bus error): usually /dev/shm too small for DataLoader workers or NCCL",
+    C.CONFIG,
+    60,
+    "debugging-guide.md § 17",
 )
 _SLURM_OOM = _fail(
     "triage.host.slurm_oom", "Slurm task ran out of memory", C.HOST_OOM, 93, "debugging-guide.md § 4"
@@ -455,6 +485,7 @@ def meaning_of(event: Event) -> Meaning | None:
         "ib_completion": _ib_completion,
         "store_connect": _store_connect,
         "memreg": _memory_registration,
+        "socket_connect": _socket_connect,
         "async_error": _async_error,
         "cuda_error": _cuda_error,
         "crash": _crash,
@@ -559,6 +590,23 @@ def _cuda_error(event: Event) -> Meaning:
     return _SIMPLE["cuda_error"]
 
 
+def _socket_connect(event: Event) -> Meaning:
+    """Refused: nothing listened at the peer's address (it had died, or not started): a peer's
+    failure as this rank sees it. Unreachable or timed out: the address NCCL chose for the peer does
+    not route between the nodes (the wrong interface, or a firewall)."""
+    why = event.fields.get("why") or event.fields.get("plain") or event.fields.get("retries") or ""
+    if "refused" in why or why == "exceeded retries":  # NCCL retries refused connections, then gives up
+        return _SIMPLE["remote_exit"]
+    return _fail(
+        "triage.config.socket_connect",
+        "NCCL could not connect to a peer's address (the interface it chose does not route between the "
+        "nodes — NCCL_SOCKET_IFNAME — or a firewall drops the traffic)",
+        C.CONFIG,
+        68,
+        "multinode.md § 2",
+    )
+
+
 def _async_error(event: Event) -> Meaning | None:
     """`Collective WorkNCCL(...) raised the following async exception: NCCL error: …`: what failed."""
     if "remote process exited" in event.fields.get("what", ""):
@@ -622,6 +670,8 @@ def _worker_exit(event: Event) -> Meaning:
         return _SIGKILL
     if code == -11:
         return _SEGFAULT
+    if code == _SIGBUS:
+        return _BUS_ERROR
     return _WORKER_EXIT
 
 

@@ -140,7 +140,13 @@ GPU = (
         r"(?i)cuda failure\s*(?:\d+\s*)?'?out of memory|failed to cuda calloc",
     ),
     _p("cuda_oom", ("CUDA error", "Cuda failure"), "out of memory"),
-    _p("cudnn_not_initialized", "CUDNN_STATUS_NOT_INITIALIZED"),
+    _p(
+        "cudnn_not_initialized",
+        ("CUDNN_STATUS_NOT_INITIALIZED", "CUBLAS_STATUS_ALLOC_FAILED", "CUBLAS_STATUS_NOT_INITIALIZED"),
+    ),
+    # cudaErrorSystemNotReady: on NVSwitch systems, the fabric manager is not running.
+    _p("fabric_manager", ("system not yet initialized", "Fabric Manager")),
+    _p("gpu_busy", "busy or unavailable"),
     _p("ecc", "ECC", r"uncorrectable ECC error"),
     _p("illegal_address", ("CUDA error", "Cuda failure", "CUDA failure"), "illegal memory access"),
     _p("launch_failure", ("CUDA error", "Cuda failure", "CUDA failure"), "unspecified launch failure"),
@@ -210,6 +216,8 @@ CONFIG = (
             "Call to shm_open failed",
             "unable to open shared memory object",
             "unable to allocate shared memory",
+            "killed by signal: Bus error",
+            "out of shared memory",
         ),
     ),
     _p(
@@ -232,6 +240,7 @@ CONFIG = (
             "no device found matching",
         ),
     ),
+    _p("dataloader_killed", "is killed by signal: Killed"),
     _p("dataloader_exit", "DataLoader worker (pid"),
     _p("addr_in_use", ("Address already in use", "EADDRINUSE", "Tried to launch distributed communication")),
     _p(
@@ -320,6 +329,21 @@ TRANSPORT = (
         key="status",
     ),
     _p("transport_error", "Got async event"),
+    # NCCL's socket transport and bootstrap could not connect to a peer's address (2.2 → current).
+    _p(
+        "socket_connect",
+        (
+            "Call to connect failed",
+            "failed : ",
+            "socketPollConnect: Connect to",
+            "socketPollConnect to",
+            "exceeded retries",
+            "exceeded timeouts",
+        ),
+        r"(?:Connect(?:ion)? to (?P<peer>\S+<\d+>).*?(?:failed(?: with error)? :?|returned \d+\()\s*"
+        r"(?P<why>[A-Za-z][A-Za-z ]+)|Call to connect failed : (?P<plain>[A-Za-z ]+)|(?P<retries>exceeded "
+        r"(?:retries|timeouts)))",
+    ),
     _p(
         "socket_closed",
         (

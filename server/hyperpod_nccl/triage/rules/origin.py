@@ -38,13 +38,14 @@ FABRIC_IDS = frozenset(
         "triage.network.remote_error",
         "triage.config.ib_local_protection",
         "triage.config.net_size_mismatch",
+        "triage.config.socket_connect",
     }
 )
 _FIRST_FAILURE_IDS = frozenset({"triage.host.sigkill", "triage.unknown.segfault", "triage.host.oom_killed"})
 _LATE_SETUP = "triage.rendezvous.late_setup"
 _CLEARLY_FIRST = timedelta(seconds=1)
 # Events that name the other end of a failed connection.
-_POINTING_KINDS = ("ib_completion", "socket_closed", "transport_error", "net_size_mismatch")
+_POINTING_KINDS = ("ib_completion", "socket_closed", "socket_connect", "transport_error", "net_size_mismatch")
 _PEER_INSTANCE = re.compile(r"Peer host id: (i-[0-9a-f]+)")
 _PEER_ADDRESS = re.compile(r"^\[?(?:::ffff:)?([^<%\]]+?)\]?(?:%\w+)?(?:<\d+>)?$")
 
