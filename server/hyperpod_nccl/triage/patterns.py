@@ -252,6 +252,7 @@ CONFIG = (
             "RendezvousClosedError",
             "NCCL communicator and retrieving",
             "TCP client failed to connect",
+            "Socket Timeout",
         ),
         r"^(?=(?:.*?connect to \((?P<master>[^,\s]+), (?P<port>\d+)\))?)"
         r"(?=(?:.*?(?P<joined>\d+)/(?P<expected>\d+) clients joined)?)"
