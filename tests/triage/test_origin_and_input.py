@@ -229,3 +229,20 @@ def test_every_quoted_line_is_in_the_input(tmp_path: Path) -> None:
     report: Report = run_triage([tmp_path])
     text = "".join(p.read_text() for p in tmp_path.iterdir())
     assert all(e.text.rstrip("…") in text for f in report.findings for e in f.evidence)
+
+
+def test_the_single_rank_whose_storage_requests_failed_not_the_node_around_it(tmp_path: Path) -> None:
+    """Ranks 1 and 2 share a node and both left no watchdog line; only rank 2's reads failed."""
+    failed = (
+        "[rank2]: urllib3.exceptions.MaxRetryError: HTTPConnectionPool(host='ais-proxy', port=51080): Max "
+        "retries "
+        "exceeded with url: /v1/objects/train/shard-000017.tar"
+    )
+    lines = [
+        f"[rank{r}]:gpu-a:{4000 + r}:{4010 + r} [{r}] NCCL INFO comm 0x1 rank {r} nranks 4 cudaDev {r} "
+        f"busId {r + 1}000 commId 0x21 - Init COMPLETE"
+        for r in range(4)
+    ]
+    lines += [failed, *waiting(0), *waiting(3)]
+    report = triage(tmp_path, {"gpu-a.log": "\n".join(lines) + "\n"})
+    assert cause(report) == (Category.STORAGE_IO, [2], ["gpu-a"]), describe(report)

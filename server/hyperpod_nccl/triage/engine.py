@@ -166,8 +166,10 @@ def _root_cause(
     if top is None:
         return None, None
     if suspects and (not top.ranks or top.category == Category.STORAGE_IO):
+        # The rank whose own requests failed, when it is a suspect; else the suspects on its nodes.
+        own = [r for r in suspects if r in top.ranks]
         on_nodes = [r for r in suspects if not top.nodes or topology.node_of(r) in top.nodes]
-        top.ranks = on_nodes or (suspects if top.category == Category.STORAGE_IO else top.ranks)
+        top.ranks = own or on_nodes or (suspects if top.category == Category.STORAGE_IO else top.ranks)
     if top.finding_id == "triage.network.transport_error" and verdict.verdict == "all_inside":
         top.confidence = "high"  # transport errors, and every rank was inside the collective
     nodes = sorted({n for r in top.ranks if (n := topology.node_of(r))}) or top.nodes

@@ -11,8 +11,7 @@ from hyperpod_nccl.models import Category, Finding, Priority, Status
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.findings import evidence, listed
 from hyperpod_nccl.triage.model import Incident
-from hyperpod_nccl.triage.root_cause import Candidate
-from hyperpod_nccl.triage.rules.outcome import Outcome
+from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 from hyperpod_nccl.triage.timeline import order_key
 
 DIVERGED_ID = "triage.nccl.diverged_after_training"
@@ -40,18 +39,16 @@ def diverged_after_training(incident: Incident) -> Outcome:
         nodes=incident.nodes_of(ranks),
         evidence=[evidence(e, incident.topology) for e in [done, first] if e is not None],
     )
-    candidate = Candidate(
+    return blamed(
+        incident,
+        finding,
         category=Category.COLLECTIVE_MISMATCH,
         weight=_WEIGHT,
         title="Issued a collective after training that the other ranks never issued",
         ranks=ranks,
-        nodes=incident.nodes_of(ranks),
         first=first,
-        when=incident.at(first),
         confidence="medium",
-        finding_id=DIVERGED_ID,
     )
-    return Outcome([finding], [candidate])
 
 
 def _after(done: Event, timeout: Event, incident: Incident) -> bool:

@@ -8,8 +8,7 @@ from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import exit_code
 from hyperpod_nccl.triage.findings import decisive, event_ranks, evidence, listed
 from hyperpod_nccl.triage.model import Incident
-from hyperpod_nccl.triage.root_cause import Candidate
-from hyperpod_nccl.triage.rules.outcome import Outcome
+from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 
 SILENT_EXIT_ID = "triage.nccl.silent_exit"
 _SILENT_EXIT_WEIGHT = 53  # just above a silent stall: an error exit says the rank died, not stalled
@@ -30,18 +29,16 @@ def silent_exit(incident: Incident) -> Outcome:
     ranks = sorted(set().union(*(event_ranks(e) for e in exits)) & silent)
     first = incident.first(exits)
     finding = _finding(exits, incident)
-    candidate = Candidate(
+    return blamed(
+        incident,
+        finding,
         category=Category.UNKNOWN,
         weight=_SILENT_EXIT_WEIGHT,
         title="Exited with an error code and printed no reason; the others then timed out waiting",
         ranks=ranks,
-        nodes=incident.nodes_of(ranks),
         first=first,
-        when=incident.at(first),
         confidence="low",
-        finding_id=SILENT_EXIT_ID,
     )
-    return Outcome([finding], [candidate])
 
 
 def _error_exit(event: Event) -> bool:

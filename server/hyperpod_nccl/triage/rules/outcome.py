@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hyperpod_nccl.models import Finding
+from hyperpod_nccl.models import Category, Finding
+from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.model import Incident
-from hyperpod_nccl.triage.root_cause import Candidate
+from hyperpod_nccl.triage.root_cause import Candidate, Confidence
 
 
 @dataclass
@@ -23,3 +24,31 @@ class Outcome:
 
 
 Rule = Callable[[Incident], Outcome]
+
+
+def blamed(
+    incident: Incident,
+    finding: Finding,
+    *,
+    category: Category,
+    weight: int,
+    title: str,
+    ranks: list[int],
+    first: Event | None,
+    confidence: Confidence,
+    nodes: list[str] | None = None,
+) -> Outcome:
+    """A rule's usual answer: its finding, and the candidate that blames `ranks` (on their nodes
+    unless told otherwise) from the moment of `first`."""
+    candidate = Candidate(
+        category=category,
+        weight=weight,
+        title=title,
+        ranks=ranks,
+        nodes=incident.nodes_of(ranks) if nodes is None else nodes,
+        first=first,
+        when=incident.at(first),
+        confidence=confidence,
+        finding_id=finding.id,
+    )
+    return Outcome([finding], [candidate])

@@ -13,8 +13,7 @@ from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.findings import evidence, listed
 from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.patterns import elapsed_seconds
-from hyperpod_nccl.triage.root_cause import Candidate
-from hyperpod_nccl.triage.rules.outcome import Outcome
+from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 
 BUSY_ID = "triage.nccl.busy_outside_nccl"
 _WEIGHT = 56  # above "silent ranks" (whose culprits it keeps), below a straggler's own watchdog state
@@ -72,15 +71,13 @@ def busy_outside_nccl(incident: Incident) -> Outcome:
         nodes=incident.nodes_of(ranks),
         evidence=[evidence(e, incident.topology) for e in [bar, witness] if e is not None],
     )
-    candidate = Candidate(
+    return blamed(
+        incident,
+        finding,
         category=Category.DATA_LOADING_STALL,
         weight=_WEIGHT,
         title="Still busy outside NCCL (a long CPU-side step with a progress bar) while the others waited",
         ranks=ranks,
-        nodes=incident.nodes_of(ranks),
         first=bar,
-        when=incident.at(bar),
         confidence="high" if outlasted else "medium",
-        finding_id=BUSY_ID,
     )
-    return Outcome([finding], [candidate])

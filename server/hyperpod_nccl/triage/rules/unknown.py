@@ -14,8 +14,7 @@ from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import exit_code
 from hyperpod_nccl.triage.findings import evidence, listed
 from hyperpod_nccl.triage.model import Incident
-from hyperpod_nccl.triage.root_cause import Candidate
-from hyperpod_nccl.triage.rules.outcome import Outcome
+from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 from hyperpod_nccl.triage.timeline import order_key
 
 UNKNOWN_ID = "triage.unknown.failure"
@@ -101,18 +100,17 @@ def unexplained_failure(incident: Incident) -> Outcome:
         nodes=nodes,
         evidence=[evidence(e, incident.topology) for e in witnesses],
     )
-    candidate = Candidate(
+    return blamed(
+        incident,
+        finding,
         category=Category.UNKNOWN,
         weight=_UNKNOWN_WEIGHT,
         title=f"Cause not established; the earliest sign of the failure is {what}",
         ranks=ranks,
-        nodes=nodes,
         first=first,
-        when=incident.at(first),
         confidence="low",
-        finding_id=UNKNOWN_ID,
+        nodes=nodes,
     )
-    return Outcome([finding], [candidate])
 
 
 def _witnesses(incident: Incident, first: Event, events: list[Event]) -> list[Event]:

@@ -7,8 +7,7 @@ from collections import Counter
 from hyperpod_nccl.models import Category, Finding, Priority, Status
 from hyperpod_nccl.triage.findings import evidence
 from hyperpod_nccl.triage.model import Incident
-from hyperpod_nccl.triage.root_cause import Candidate
-from hyperpod_nccl.triage.rules.outcome import Outcome
+from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 
 _COMPONENTS = (
     ("nccl", "NCCL", "nccl_version"),
@@ -60,18 +59,17 @@ def _skew(
     )
     first = witnesses[0] if witnesses else None
     title = f"{name} version mismatch across ranks"
-    candidate = Candidate(
-        Category.SOFTWARE,
-        _SKEW_WEIGHT,
-        title,
-        odd_ranks,
-        odd_nodes,
-        first,
-        incident.at(first),
-        "high",
-        finding.id,
+    return blamed(
+        incident,
+        finding,
+        category=Category.SOFTWARE,
+        weight=_SKEW_WEIGHT,
+        title=title,
+        ranks=odd_ranks,
+        first=first,
+        confidence="high",
+        nodes=odd_nodes,
     )
-    return Outcome([finding], [candidate])
 
 
 def obsolete_nccl(incident: Incident) -> Outcome:
@@ -93,18 +91,17 @@ def obsolete_nccl(incident: Incident) -> Outcome:
         nodes=sorted({n for e in old if (n := e.node or incident.node_of(e.rank))}),
         evidence=[evidence(e, incident.topology) for e in old[:2]],
     )
-    candidate = Candidate(
-        Category.SOFTWARE,
-        _OBSOLETE_WEIGHT,
-        f"NCCL {version} is obsolete",
-        [],
-        finding.nodes,
-        first,
-        incident.at(first),
-        "medium",
-        finding.id,
+    return blamed(
+        incident,
+        finding,
+        category=Category.SOFTWARE,
+        weight=_OBSOLETE_WEIGHT,
+        title=f"NCCL {version} is obsolete",
+        ranks=[],
+        first=first,
+        confidence="medium",
+        nodes=finding.nodes,
     )
-    return Outcome([finding], [candidate])
 
 
 def _major(version: str) -> int:
