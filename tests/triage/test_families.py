@@ -687,6 +687,23 @@ def test_each_family_names_its_category_and_quotes_its_line(
             "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
             Category.GPU_OOM,
         ),
+        ("Unable to determine the device handle for GPU 0000:91:00.0: Unknown Error", Category.GPU_HARDWARE),
+        (
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you "
+            "tried to allocate 1073741824 bytes.",
+            Category.HOST_OOM,
+        ),
+        ("Epoch 1:  40%|████      | 400/1000 [10:00<15:00, 1.50s/it]\nKilled", Category.HOST_OOM),
+        (
+            "/bin/bash: line 1: 4242 Killed                  python train.py --config x.yaml",
+            Category.HOST_OOM,
+        ),
+        (
+            "W0616 00:37:22.830000 4015698 torch/distributed/elastic/agent/server/api.py:719] Received "
+            "Signals.SIGTERM death signal, shutting down workers\nW0616 00:37:22.831000 4015698 "
+            "torch/distributed/elastic/multiprocessing/api.py:900] Sending process 4015788 closing signal SIGTERM",
+            Category.INFRASTRUCTURE,
+        ),
     ],
     ids=[
         "socket-2.2",
@@ -701,6 +718,11 @@ def test_each_family_names_its_category_and_quotes_its_line(
         "fabric-manager-nccl",
         "gpu-busy",
         "cublas-alloc",
+        "smi-device-handle",
+        "cpu-allocator",
+        "shell-killed",
+        "bash-killed",
+        "launcher-sigterm",
     ],
 )
 def test_connection_setup_and_process_level_families(tmp_path: Path, text: str, category: Category) -> None:

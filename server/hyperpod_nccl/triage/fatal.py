@@ -355,6 +355,13 @@ _SIMPLE: dict[str, Meaning] = {
         78,
         "debugging-guide.md § 20",
     ),
+    "host_alloc": _fail(
+        "triage.host.cpu_allocation",
+        "The process could not allocate host memory (DefaultCPUAllocator)",
+        C.HOST_OOM,
+        85,
+        "debugging-guide.md § 4",
+    ),
     "dataloader_killed": _fail(
         "triage.host.dataloader_killed",
         "A DataLoader worker was killed with SIGKILL (usually the host OOM killer)",
@@ -485,6 +492,7 @@ def meaning_of(event: Event) -> Meaning | None:
         "ib_completion": _ib_completion,
         "store_connect": _store_connect,
         "memreg": _memory_registration,
+        "shell_killed": lambda _: _SIGKILL,
         "socket_connect": _socket_connect,
         "async_error": _async_error,
         "cuda_error": _cuda_error,

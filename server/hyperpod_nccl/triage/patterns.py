@@ -171,6 +171,8 @@ GPU = (
         key="code",
     ),
     _p("fell_off_bus", ("GPU has fallen", "NVRM"), r"(?:GPU (?P<bdf>[0-9a-fA-F:.]+): )?GPU has fallen off"),
+    # nvidia-smi once a GPU has fallen off the bus or hangs.
+    _p("fell_off_bus", "Unable to determine the device handle for GPU", r"for GPU (?P<bdf>[0-9a-fA-F:.]+)"),
     _p("nvls", "Failed to bind NVLink SHARP"),
 )
 
@@ -178,6 +180,12 @@ PROCESS = (
     _p("oom_killed", "Killed process", r"Killed process (?P<pid>\d+) \((?P<comm>[^)]*)\)", key="pid"),
     _p("oom_killed", "Detected", r"Detected (?P<events>\d+) oom[_-]kill event"),
     _p("oom_killed", "OOMKilled"),
+    # The shell's report of a child killed by SIGKILL: `Killed`, `bash: line 1: 4242 Killed  python …`.
+    _p("shell_killed", "Killed", r"^\s*(?:\S+: line \d+:\s+\d+\s+)?Killed(?:\s+\S.*)?$"),
+    _p(
+        "host_alloc",
+        ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory"),
+    ),
     _p(
         "srun_task",
         "srun: error:",
@@ -382,7 +390,11 @@ SCHEDULER = (
     _p("node_failure", ("NodeNotReady", "Kubelet stopped posting node status")),
     _p("node_failure", "Node failure on", r"Node failure on (?P<host>[\w.-]+)", key="host"),
     _p("preempted", "Preempted"),
-    _p("sigterm", ("SIGTERM", "SignalException", "Received "), r"SIGTERM|SignalException|death signal"),
+    _p(
+        "sigterm",
+        ("SIGTERM", "SignalException", "Received "),
+        r"^(?=.*(?:SIGTERM|SignalException|death signal))(?:.*?(?P<death>death signal))?",
+    ),
 )
 
 STORAGE_CLIENT = (

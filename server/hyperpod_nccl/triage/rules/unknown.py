@@ -82,6 +82,8 @@ def unexplained_failure(incident: Incident) -> Outcome:
     first = incident.first(primary) or incident.first(following)
     if first is None:
         return Outcome()
+    if first.kind == "sigterm" and "death" in first.fields:
+        return _stopped_from_outside(incident, first)
     what, reference = (_PRIMARY | _CONSEQUENCES)[first.kind]
     witnesses = _witnesses(incident, first, primary + following)
     ranks = [first.rank] if first.rank is not None else []
@@ -110,6 +112,34 @@ def unexplained_failure(incident: Incident) -> Outcome:
         first=first,
         confidence="low",
         nodes=nodes,
+    )
+
+
+def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
+    """The launcher itself was sent SIGTERM before anything failed: someone or something outside the
+    job stopped it (scancel, a pod deleted or evicted, a preemption, a time limit)."""
+    finding = Finding(
+        id="triage.infra.terminated",
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title="The job was stopped from outside: its launcher received SIGTERM before any failure showed",
+        reference="debugging-guide.md § 16",
+        detail="Nothing in the logs failed before the launcher was told to shut down: look at the "
+        "scheduler (scancel, time limit, preemption) or Kubernetes (pod deleted, evicted, node drained) for "
+        "who sent it.",
+        nodes=[n for n in [signal.node or incident.node_of(signal.rank)] if n],
+        evidence=[evidence(signal, incident.topology)],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.INFRASTRUCTURE,
+        weight=_UNKNOWN_WEIGHT,
+        title="Stopped from outside (the launcher received SIGTERM) before any failure showed",
+        ranks=[],
+        first=signal,
+        confidence="low",
+        nodes=[],
     )
 
 
