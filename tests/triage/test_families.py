@@ -689,7 +689,8 @@ def test_each_family_names_its_category_and_quotes_its_line(
         ),
         ("Unable to determine the device handle for GPU 0000:91:00.0: Unknown Error", Category.GPU_HARDWARE),
         (
-            "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you "
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough "
+            "memory: you "
             "tried to allocate 1073741824 bytes.",
             Category.HOST_OOM,
         ),
@@ -701,7 +702,8 @@ def test_each_family_names_its_category_and_quotes_its_line(
         (
             "W0616 00:37:22.830000 4015698 torch/distributed/elastic/agent/server/api.py:719] Received "
             "Signals.SIGTERM death signal, shutting down workers\nW0616 00:37:22.831000 4015698 "
-            "torch/distributed/elastic/multiprocessing/api.py:900] Sending process 4015788 closing signal SIGTERM",
+            "torch/distributed/elastic/multiprocessing/api.py:900] Sending process 4015788 closing signal "
+            "SIGTERM",
             Category.INFRASTRUCTURE,
         ),
     ],
