@@ -565,7 +565,7 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
     # The address a node's NCCL bootstraps and connects from: peers' errors name it.
     _p(
         "net_addr",
-        ("Bootstrap : Using", "Bootstrap: Using", "NET/Socket : Using", "OOB "),
+        ("Bootstrap", "NET/Socket : Using", "; OOB "),
         r"(?:Using|OOB) (?:\[\d+\])?[\w.-]+:(?P<addr>[\d.]+|[0-9a-fA-F:]+[0-9a-fA-F])(?:%\w+)?<",
         key="addr",
     ),
