@@ -44,7 +44,7 @@ _VERDICTS: dict[str, tuple[Category, int, str, Confidence, str]] = {
     "incomplete": (
         Category.UNKNOWN,
         20,
-        "The ranks the others waited for left no line in the input (their logs are missing)",
+        "The ranks the others waited for left no line in the input, or their logs could not be read",
         "low",
         "triage.input.missing_ranks",
     ),
