@@ -775,3 +775,46 @@ def test_a_timeout_after_training_ended_means_the_ranks_took_different_paths(tmp
     )
     report = triage(tmp_path, {"slurm-77.out": text})
     assert cause(report)[:2] == (Category.COLLECTIVE_MISMATCH, [0]), describe(report)
+
+
+@pytest.mark.parametrize(
+    ("line", "ranks"),
+    [
+        (
+            "[rank: 2] Child process with PID 13117 terminated with code -9. Forcefully terminating all "
+            "other processes to avoid zombies",
+            [2],
+        ),
+        ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL", []),
+        (
+            "[2024-02-09 09:09:15,172] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', "
+            "'train.py', '--local_rank=0'] exits with return code = -9",
+            [],
+        ),
+        (
+            "mpirun noticed that process rank 3 with PID 0 on node ip-10-0-1-12 exited on signal 9 (Killed).",
+            [3],
+        ),
+    ],
+    ids=["lightning", "mp-spawn", "deepspeed", "open-mpi"],
+)
+def test_every_launcher_reports_a_sigkill_as_host_memory(tmp_path: Path, line: str, ranks: list[int]) -> None:
+    report = triage(tmp_path, {"console.log": line + "\n"})
+    assert cause(report)[:2] == (Category.HOST_OOM, ranks), describe(report)
+
+
+def test_an_unexplained_failure_names_the_rank_torchrun_saw_fail_first(tmp_path: Path) -> None:
+    block = [
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Failures:",
+        "  <NO_OTHER_FAILURES>",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2024-04-12_14:58:30",
+        "  host      : gpu-node-3.cluster",
+        "  rank      : 11 (local_rank: 3)",
+        "  exitcode  : 1 (pid: 55321)",
+        "  error_file: <N/A>",
+    ]
+    report = triage(tmp_path, {"torchrun.log": "\n".join(block) + "\n"})
+    assert cause(report) == (Category.UNKNOWN, [11], ["gpu-node-3"]), describe(report)

@@ -667,9 +667,14 @@ def exit_code(event: Event) -> int | None:
             return int(fields[name])
     if fields.get("signal", "").isdigit():
         return -int(fields["signal"])
+    if fields.get("signal_name") in _SIGNAL_NUMBERS:
+        return -_SIGNAL_NUMBERS[fields["signal_name"]]
     if fields.get("container_code") == "137":
         return -9
     return None
+
+
+_SIGNAL_NUMBERS = {"SIGABRT": 6, "SIGBUS": 7, "SIGKILL": 9, "SIGSEGV": 11, "SIGTERM": 15}
 
 
 def _worker_exit(event: Event) -> Meaning:

@@ -211,6 +211,24 @@ PROCESS = (
         r"^\s*(?P<section>Root Cause|Failures)",
     ),
     _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<container_code>137)\b"),
+    # Other launchers: PyTorch Lightning, torch.multiprocessing.spawn, DeepSpeed, Open MPI.
+    _p(
+        "worker_exit",
+        "Child process with PID",
+        r"Child process with PID (?P<pid>\d+) terminated with code (?P<code>-?\d+)",
+    ),
+    _p(
+        "worker_exit",
+        ("terminated with signal", "terminated with exit code"),
+        r"process (?P<local_rank>\d+) terminated with "
+        r"(?:exit code (?P<code>\d+)|signal (?P<signal_name>SIG\w+))",
+    ),
+    _p("worker_exit", "exits with return code", r"exits with return code = (?P<code>-?\d+)"),
+    _p(
+        "worker_exit",
+        "exited on signal",
+        r"process rank (?P<mpi_rank>\d+) with PID \d+ on node (?P<host>\S+) exited on signal (?P<signal>\d+)",
+    ),
 )
 
 CONFIG = (

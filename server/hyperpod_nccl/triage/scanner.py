@@ -270,6 +270,8 @@ def _record(
         event.fields["task"] = str(stripped.task)
     if pattern.kind == "worker_exit":
         _attach_failure_block(state, event)
+        if "mpi_rank" in fields:  # Open MPI names the global rank and its node
+            event.rank = int(fields["mpi_rank"])
     _keep(state, event, _fold_key(pattern, event, stripped.local_rank))
 
 

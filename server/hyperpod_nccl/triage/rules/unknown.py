@@ -46,7 +46,10 @@ _CONSEQUENCES: dict[str, tuple[str, str]] = {
     "take_down": ("the watchdog taking the process down", "debugging-guide.md § 1"),
     "nccl_aborted": ("an aborted NCCL communicator", "debugging-guide.md § 3"),
     "socket_closed": ("NCCL connections closed by a peer", "debugging-guide.md § 3"),
-    "worker_exit": ("a worker exit with an error code or signal", "debugging-guide.md § 1"),
+    "worker_exit": (
+        "a worker exit with an error code or signal (torchrun's first observed failure when it names one)",
+        "debugging-guide.md § 1",
+    ),
     "srun_task": ("an srun task that failed", "debugging-guide.md § 16"),
     "slurm_cancel": ("a Slurm cancellation", "debugging-guide.md § 16"),
     "slurm_failed": ("a Slurm step that failed", "debugging-guide.md § 16"),
@@ -79,7 +82,11 @@ def _failed(event: Event) -> bool:
 
 def unexplained_failure(incident: Incident) -> Outcome:
     primary, following = abnormal_events(incident)
-    first = incident.first(primary) or incident.first(following)
+    # torchrun names the worker whose failure came first: that is where to look, before any line.
+    named = [
+        e for e in incident.index.kind("worker_exit") if e.fields.get("first_failure") and e.rank is not None
+    ]
+    first = incident.first(named) or incident.first(primary) or incident.first(following)
     if first is None:
         return Outcome()
     if first.kind == "sigterm" and "death" in first.fields:
