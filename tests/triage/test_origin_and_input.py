@@ -246,3 +246,25 @@ def test_the_single_rank_whose_storage_requests_failed_not_the_node_around_it(tm
     lines += [failed, *waiting(0), *waiting(3)]
     report = triage(tmp_path, {"gpu-a.log": "\n".join(lines) + "\n"})
     assert cause(report) == (Category.STORAGE_IO, [2], ["gpu-a"]), describe(report)
+
+
+def test_srun_labels_are_not_ranks_once_a_rank_prefix_inside_disagrees(tmp_path: Path) -> None:
+    """`1: [rank5]:` shows label 1 is node 1's launcher: an unprefixed `1:` line is not rank 1's."""
+    lines = [
+        "0: [rank2]:[W302 10:00:01.000000000 ProcessGroupNCCL.cpp:1538] Warning: step 10",
+        "1: [rank5]:[W302 10:00:01.000000000 ProcessGroupNCCL.cpp:1538] Warning: step 10",
+        "1: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ]
+    report = triage(tmp_path, {"slurm-4242.out": "\n".join(lines) + "\n"})
+    category, ranks, _ = cause(report)
+    assert category == Category.GPU_OOM and 1 not in ranks, describe(report)
+
+
+def test_srun_labels_are_ranks_when_one_task_runs_per_rank(tmp_path: Path) -> None:
+    lines = [
+        "0: [rank0]: step=10",
+        "3: [rank3]: step=10",
+        "3: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+    ]
+    report = triage(tmp_path, {"slurm-4242.out": "\n".join(lines) + "\n"})
+    assert cause(report)[:2] == (Category.GPU_OOM, [3]), describe(report)

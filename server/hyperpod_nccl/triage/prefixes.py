@@ -48,6 +48,8 @@ class Stripped:
     pid: int | None = None
     stamp: str | None = None
     task: int | None = None  # srun --label task of a launcher (torchrun agent), not a rank
+    label: int | None = None  # the srun --label / mpirun task number, whatever it turns out to be
+    rank_from_label: bool = False  # `rank` is the label: a rank only if no line of the file says otherwise
 
 
 def strip(line: str) -> Stripped:
@@ -81,19 +83,18 @@ def _strip_launchers(text: str, found: Stripped) -> str:
     for simple in (_KUBECTL_POD, _RAY):
         if match := simple.match(text):
             text = text[match.end() :]
-    task = None
     if match := _MPIRUN.match(text) or _SRUN.match(text):
-        task = int(match.group(1))
+        found.label = int(match.group(1))
         text = text[match.end() :]
     if match := _TORCHRUN.match(text):
         found.local_rank = int(match.group(1))
         text = text[match.end() :]
-        found.task = task  # the label numbers torchrun agents: a launcher, not a rank
-    elif task is not None:
-        found.rank = task
+        found.task = found.label  # the label numbers torchrun agents: a launcher, not a rank
     while match := _TORCH_RANK.match(text):
         found.rank = int(match.group(1))
         text = text[match.end() :]
+    if found.rank is None and found.local_rank is None and found.label is not None:
+        found.rank, found.rank_from_label = found.label, True
     return text
 
 

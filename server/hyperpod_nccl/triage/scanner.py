@@ -30,7 +30,7 @@ from hyperpod_nccl.triage.patterns import (
     elapsed_seconds,
 )
 from hyperpod_nccl.triage.prefilter import build_hit_finder
-from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, strip
+from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, message_rank, strip
 
 MAX_EVENTS_PER_FILE = 40_000
 MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
@@ -158,6 +158,9 @@ class _FileState:
         self.local_pids: dict[tuple[int | None, int], tuple[str, int]] = {}
         self.failure_block: dict[str, str] = {}
         self.failure_section = ""  # "Root Cause" or "Failures" inside torchrun's ChildFailedError
+        # Ranks taken from srun/mpirun labels, kept aside until the file shows whether labels are ranks.
+        self.label_identity: set[tuple[int, str | None, int | None]] = set()
+        self.labels_are_launchers = False
 
 
 def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
@@ -182,6 +185,7 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
                 f"{report.first_nul_line}; the lines around them were read"
             )
         scan.events.extend(state.keyed.values())
+        _settle_labels(state)
         _apply_local_ranks(state)
 
 
@@ -220,6 +224,17 @@ def _daemon_stamp(source: str, text: str) -> str | None:
 
 def _note_identity(state: _FileState, stripped: Stripped) -> None:
     scan = state.scan
+    if stripped.label is not None and (
+        stripped.local_rank is not None or (not stripped.rank_from_label and stripped.rank != stripped.label)
+    ):
+        state.labels_are_launchers = True  # `1: [rank5]:` or `1: [default1]:`: labels number launchers
+    if stripped.rank_from_label:
+        if stripped.rank is not None:
+            state.label_identity.add((stripped.rank, stripped.host, stripped.pid))
+        if stripped.host:
+            scan.hosts.add(stripped.host)
+        _note_stamp(scan, stripped)
+        return
     if stripped.host:
         scan.hosts.add(stripped.host)
         if stripped.pid is not None and stripped.rank is not None:
@@ -232,6 +247,10 @@ def _note_identity(state: _FileState, stripped: Stripped) -> None:
             scan.rank_hosts.setdefault(stripped.rank, stripped.host)
         if stripped.local_rank is not None:
             state.local_to_global.setdefault((stripped.task, stripped.local_rank), stripped.rank)
+    _note_stamp(scan, stripped)
+
+
+def _note_stamp(scan: FileScan, stripped: Stripped) -> None:
     if stripped.stamp and not stripped.stamp.startswith(UNKNOWN_YEAR):
         year = int(stripped.stamp[:4])
         scan.dated_years[year] = scan.dated_years.get(year, 0) + 1
@@ -268,6 +287,8 @@ def _record(
         event.fields["local_rank"] = str(stripped.local_rank)
     if stripped.task is not None:
         event.fields["task"] = str(stripped.task)
+    if stripped.rank_from_label:
+        event.fields["rank_from"] = "label"
     if pattern.kind == "worker_exit":
         _attach_failure_block(state, event)
         if "mpi_rank" in fields:  # Open MPI names the global rank and its node
@@ -354,6 +375,23 @@ def _attach_failure_block(state: _FileState, event: Event) -> None:
         event.stamp = _stamp(Stripped(""), {"time": block["time"]})
     if "local_rank" in block:
         event.fields["local_rank"] = block["local_rank"]
+
+
+def _settle_labels(state: _FileState) -> None:
+    """srun/mpirun labels are ranks unless some line of the file showed them numbering launchers: then
+    a line with only a label belongs to no known rank (the message may still name one)."""
+    scan = state.scan
+    if not state.labels_are_launchers:
+        for rank, host, pid in state.label_identity:
+            scan.ranks.add(rank)
+            if host:
+                scan.rank_hosts.setdefault(rank, host)
+                if pid is not None:
+                    scan.pid_ranks.setdefault((host, pid), rank)
+        return
+    for event in state.keyed.values():
+        if event.fields.pop("rank_from", None) == "label":
+            event.rank = message_rank(strip(event.text).message)
 
 
 def _apply_local_ranks(state: _FileState) -> None:
