@@ -62,9 +62,6 @@ class EventIndex:
     def kind(self, *kinds: str) -> list[Event]:
         return [event for kind in kinds for event in self.by_kind.get(kind, ())]
 
-    def has(self, *kinds: str) -> bool:
-        return any(kind in self.by_kind for kind in kinds)
-
 
 class EvidenceSource(Protocol):
     """Facts from outside the logs (e.g. Flight Recorder dumps) joined into the same incident."""
@@ -194,7 +191,7 @@ _STATE_KINDS = (
 def _fill_nodes(events: list[Event], topology: Topology) -> None:
     """Give every event a node (its rank's host, or a host its path names) and, for node-level
     lines, the rank behind them: the process id an OOM kill or exit names, the GPU bus an Xid names."""
-    hosts = set(topology.nodes)
+    hosts = sorted(topology.nodes)
     for event in events:
         if event.node is None:
             event.node = topology.node_of(event.rank) or _host_in_path(event.source, hosts)
@@ -212,12 +209,12 @@ def _rank_behind(event: Event, node: str, topology: Topology) -> int | None:
     return None
 
 
-def _host_in_path(source: str, hosts: set[str]) -> str | None:
+def _host_in_path(source: str, hosts: list[str]) -> str | None:
     for part in source.replace("\\", "/").split("/"):
         stem = part.split(".", 1)[0]
         if stem in hosts:
             return stem
-        for host in sorted(hosts):
+        for host in hosts:
             if host in part:
                 return host
     return None

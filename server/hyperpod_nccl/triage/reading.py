@@ -32,13 +32,8 @@ class Reading:
     files_read: int = 0
     lines_read: int = 0
     skipped: list[SkippedInput] = field(default_factory=list)
-    damaged: dict[str, str] = field(default_factory=dict)  # source → why it was not read to the end
     unread_ranks: dict[int, str] = field(default_factory=dict)  # rank → which file, and why
     unattributed_ranks: set[int] = field(default_factory=set)  # present only through unprefixed lines
-
-    @property
-    def nothing_readable(self) -> bool:
-        return self.files_read == 0
 
     def caveat(self) -> str | None:
         """One sentence on what the triage could not see, or None when it saw everything."""
@@ -63,7 +58,6 @@ def assess_reading(
     damaged = [(s.source, s.damage, set(s.ranks)) for s in scans if s.damage and not s.storage]
     damaged += [(s.source, s.reason, set()) for s in skipped]
     for source, reason, shown in damaged:
-        reading.damaged[source] = reason
         ranks = shown or _ranks_by_name(source, topology) or siblings(source)
         for rank in ranks:
             reading.unread_ranks.setdefault(rank, f"{source}: {reason}")
