@@ -5,6 +5,7 @@ from __future__ import annotations
 from hyperpod_nccl.models import Category, Status
 from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.fatal import meaning_of
+from hyperpod_nccl.triage.model import EventIndex, build_incident
 from hyperpod_nccl.triage.summary import Topology, build_topology, job_summary, pci_bus, version_groups
 
 
@@ -69,12 +70,13 @@ def test_the_summary_maps_ranks_to_nodes_and_groups_versions_naming_the_odd_node
         for n, h in enumerate(hosts)
     ]
     events.append(event("pg_init", rank=0, size="96", global_rank="0", timeout_ms="600000"))
-    topology = build_topology(scans, events)
-    summary = job_summary(scans, events, topology, notes=[])
+    scans[0].events = events
+    incident = build_incident(scans, [])
+    summary = job_summary(incident)
     assert (summary.world_size, summary.nodes, summary.ranks_per_node) == (96, 12, 8)
     assert summary.rank_map[0] == "gpu-0: 0-7" and len(summary.rank_map) == 8
     assert summary.rank_map_note == "4 more nodes not listed; each node holds 8 contiguous ranks."
-    majority, odd = version_groups(events, topology)
+    majority, odd = version_groups(incident.versions)
     assert (majority.node_count, majority.nccl, majority.nodes) == (11, "2.21.5", [])
     assert (odd.node_count, odd.nccl, odd.nodes) == (1, "2.20.5", ["gpu-7"])
 
@@ -84,7 +86,7 @@ def test_srun_task_lists_and_the_store_address_fill_the_rank_map_before_nccl_sta
         event("srun_task", host="gpu-st-p5-7", tasks="56-63", status="Terminated"),
         event("rendezvous", master="gpu-st-p5-0.cluster.local", port="29500"),
     ]
-    topology = build_topology([], events)
+    topology = build_topology([], EventIndex(events).by_kind)
     assert topology.node_of(60) == "gpu-st-p5-7"
     assert topology.node_of(0) == "gpu-st-p5-0"
     assert isinstance(topology, Topology)

@@ -12,9 +12,9 @@ matched (`service.analyse_dumps`), and joined through one object, `DumpEvidence`
 - `outcome(topology)`: the dumps' findings (with the nodes the logs map their ranks to), the
   disagreement finding, and the root-cause candidate, for the engine to weigh with its own.
 
-It has the shape of the incident model's `EvidenceSource` (name, amend, rules) so the join moves
-onto that model by wrapping `outcome` as a rule. This is the only module of the package that
-knows the triage engine's types.
+It is the incident model's `EvidenceSource`: `amend` runs while the incident is built, and its one
+rule returns `outcome` over the same incident. This is the only module of the package that knows
+the triage engine's types.
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ from hyperpod_nccl.models import Finding, Priority, SkippedInput, Status
 from hyperpod_nccl.rankset import compress
 from hyperpod_nccl.triage.discover import InputFile
 from hyperpod_nccl.triage.findings import evidence as log_evidence
+from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.rank_state import RankState
 from hyperpod_nccl.triage.root_cause import Candidate
+from hyperpod_nccl.triage.rules.outcome import Outcome, Rule
 from hyperpod_nccl.triage.summary import Topology
 
 _LISTED = 8  # ranks whose disagreement is spelled out; the rest are counted
@@ -86,6 +88,14 @@ class DumpEvidence:
     @property
     def skipped(self) -> list[SkippedInput]:
         return self.result.skipped
+
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return (self._rule,)
+
+    def _rule(self, incident: Incident) -> Outcome:
+        findings, candidates = self.outcome(incident.topology)
+        return Outcome(findings, candidates)
 
     def amend(self, states: dict[int, RankState], topology: Topology) -> None:
         """Confirm, fill in or add each rank's default-group state from its dump."""

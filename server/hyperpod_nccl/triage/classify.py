@@ -4,7 +4,8 @@
   → a straggler: it never entered the collective;
 - ranks that left no watchdog line while others timed out → silent (killed, crashed, hung);
   ranks that left no line at all are absent: their logs are not in the input, which is said,
-  never guessed at;
+  never guessed at; ranks whose logs could not be read wholly are unread, and like the absent
+  they are never blamed for a silence the triage could not see;
 - different OpType / NumelIn / NumelOut at the same SeqNum → a collective mismatch;
 - everyone inside the collective, nobody outside → the collective itself could not complete;
 - rank 0 ahead of the others → the broadcast root finished its send side (not a culprit).
@@ -14,6 +15,7 @@ The collective started at (time the watchdog fired − the timeout).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -31,6 +33,7 @@ class Classification:
     idle: list[int] = field(default_factory=list)
     silent: list[int] = field(default_factory=list)
     absent: list[int] = field(default_factory=list)
+    unread: list[int] = field(default_factory=list)
     notified: list[int] = field(default_factory=list)
     stuck_seq: int | None = None
     stuck_signature: Signature | None = None
@@ -39,8 +42,16 @@ class Classification:
     mismatched: dict[Signature, list[int]] = field(default_factory=dict)
 
 
-def classify(states: dict[int, RankState], world: list[int], seen: set[int] | None = None) -> Classification:
-    """Compare every rank; `seen` are the ranks that left any line at all (default: all of `world`)."""
+def classify(
+    states: dict[int, RankState],
+    world: list[int],
+    seen: set[int] | None = None,
+    unread: Iterable[int] = (),
+    known: bool = True,
+) -> Classification:
+    """Compare every rank; `seen` are the ranks that left any line at all (default: all of `world`),
+    `unread` those whose logs could not be read wholly. `known` says whether the world size was
+    read from a line: one rank's state alone, in a world inferred from it, compares with nothing."""
     if not states:
         return Classification("none")
     result = Classification("none")
@@ -50,11 +61,14 @@ def classify(states: dict[int, RankState], world: list[int], seen: set[int] | No
     result.idle = sorted(r for r, s in states.items() if s.idle)
     result.notified = sorted(r for r, s in states.items() if s.watchdog == "notified")
     missing = set(world) - set(states)
-    result.absent = sorted(missing - seen) if seen is not None else []
-    result.silent = sorted(missing - set(result.absent))
+    result.unread = sorted(missing & set(unread))
+    result.absent = sorted(missing - seen - set(unread)) if seen is not None else []
+    result.silent = sorted(missing - set(result.absent) - set(result.unread))
     result.mismatched = _mismatch(states)
     result.rank0_ahead = _rank0_ahead(states, result.stuck_seq)
     result.verdict, result.culprits = _verdict(states, result)
+    if result.verdict == "all_inside" and not known and len(states) < 2:
+        result.verdict = "incomplete"  # the others' logs are not in the input: nothing to compare
     return result
 
 
@@ -104,7 +118,7 @@ def _verdict(states: dict[int, RankState], result: Classification) -> tuple[Verd
         return "straggler", stragglers
     if result.silent and result.waiting:
         return "silent", result.silent
-    if result.absent and result.waiting:
+    if (result.absent or result.unread) and result.waiting:
         return "incomplete", []
     if result.waiting:
         return "all_inside", []

@@ -26,13 +26,15 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_triage_command(args: argparse.Namespace) -> int:
     from hyperpod_nccl.triage.discover import unusable_reason
-    from hyperpod_nccl.triage.engine import run_triage
+    from hyperpod_nccl.triage.engine import nothing_read, run_triage
 
     storage = [args.storage_log_dir] if args.storage_log_dir else []
     reason = unusable_reason([args.log_dir], storage)
     if reason:
         raise UsageError(reason)
     report = run_triage([args.log_dir], storage)
+    if reason := nothing_read(report):
+        raise UsageError(reason)
     status = emit_report(report, args.json)
     print_comparison(report, args)
     return status

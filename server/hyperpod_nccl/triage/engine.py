@@ -1,7 +1,9 @@
 """`run_triage`: discover → scan every file once (in parallel when it pays) → analyse → Report.
 
-Only discovery and scanning touch files; `analyse` is a pure function of the scans, so the
-scenario tests and the MCP tool get exactly what the CLI prints.
+Only discovery and scanning touch files; `analyse` is a pure function of the scans: it builds the
+incident model once (`model.build_incident`), runs every rule over it (`rules.run_rules`) and
+chooses the origin among their candidates, so the scenario tests and the MCP tool get exactly
+what the CLI prints.
 """
 
 from __future__ import annotations
@@ -15,28 +17,13 @@ from datetime import datetime
 from multiprocessing import get_context
 from pathlib import Path
 
-from hyperpod_nccl.flight_recorder.join import DumpEvidence, dump_evidence, split_inputs
+from hyperpod_nccl.flight_recorder.join import dump_evidence, split_inputs
 from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput
 from hyperpod_nccl.triage.budget import fit_to_budget
-from hyperpod_nccl.triage.candidates import (
-    catalogue_candidates,
-    nccl_candidate,
-    silent_exit_candidate,
-    silent_exits,
-)
-from hyperpod_nccl.triage.classify import Classification, classify
 from hyperpod_nccl.triage.discover import InputFile, discover
 from hyperpod_nccl.triage.events import Event, FileScan
-from hyperpod_nccl.triage.fatal import Meaning, meaning_of
-from hyperpod_nccl.triage.findings import (
-    catalogue_finding,
-    decisive,
-    evidence,
-    nccl_findings,
-    rank_state_groups,
-    silent_exit_finding,
-)
-from hyperpod_nccl.triage.rank_state import RankState, build_rank_states
+from hyperpod_nccl.triage.findings import decisive, evidence, rank_state_groups
+from hyperpod_nccl.triage.model import EvidenceSource, Incident, build_incident
 from hyperpod_nccl.triage.root_cause import (
     Candidate,
     Context,
@@ -45,19 +32,16 @@ from hyperpod_nccl.triage.root_cause import (
     drop_stale,
     root_cause,
 )
+from hyperpod_nccl.triage.rules import run_rules
 from hyperpod_nccl.triage.scanner import scan_input
-from hyperpod_nccl.triage.storage import counter_findings
-from hyperpod_nccl.triage.summary import Topology, build_topology, job_summary, node_versions, pci_bus
-from hyperpod_nccl.triage.timeline import Clock, build_timeline, collective_start, earliest
-from hyperpod_nccl.triage.versions import version_skew
+from hyperpod_nccl.triage.summary import job_summary
+from hyperpod_nccl.triage.timeline import Clock, build_timeline, collective_start
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
 MAX_WORKERS = 4
 ORIGIN_EVIDENCE = 16
-_FINAL_KINDS = frozenset({"take_down", "sigterm"})
-_LAUNCHER_EXIT_KINDS = frozenset({"worker_exit", "srun_task", "slurm_cancel"})  # how a job's end is reported
-_NODE_LOG_KINDS = frozenset({"xid", "sxid", "fell_off_bus", "oom_killed"})
-_NODE_LOG_NAMES = (".dmesg", "kern.log", "dmesg.log", "syslog", "messages")
+_FINAL_KINDS = ("take_down", "sigterm")
+_LAUNCHER_EXIT_KINDS = ("worker_exit", "srun_task", "slurm_cancel")  # how a job's end is reported
 
 
 def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) -> Report:
@@ -66,7 +50,16 @@ def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) ->
     found = discover(log_paths, storage_paths)
     logs, dumps = split_inputs(found.files)
     scans = scan_all(logs)
-    return analyse(scans, found.skipped, dump_evidence(dumps))
+    return analyse(scans, found.skipped, [evidence for evidence in [dump_evidence(dumps)] if evidence])
+
+
+def nothing_read(report: Report) -> str | None:
+    """Why a triage that found files could read none of them (exit 2), or None when it read some."""
+    if report.summary.files_read or not report.skipped:
+        return None
+    reasons = "; ".join(f"{s.source}: {s.reason}" for s in report.skipped[:3])
+    more = f" (+{len(report.skipped) - 3} more)" if len(report.skipped) > 3 else ""
+    return f"no file could be read: {reasons}{more}"
 
 
 def scan_all(files: list[InputFile]) -> list[FileScan]:
@@ -91,150 +84,58 @@ def _worker_count(files: list[InputFile]) -> int:
     return min(os.cpu_count() or 1, MAX_WORKERS, len(files))
 
 
-def analyse(scans: list[FileScan], skipped: list[SkippedInput], dumps: DumpEvidence | None = None) -> Report:
-    events = [event for scan in scans for event in scan.events]
-    topology = build_topology(scans, events)
-    _fill_nodes(events, topology)
-    clock = Clock(scans)
-    states = build_rank_states(events)
-    if dumps is not None:  # Flight Recorder: confirm, fill in or add rank states before comparing them
-        dumps.amend(states, topology)
-    dumped = dumps.ranks if dumps is not None else set()
-    seen = {e.rank for e in events if e.rank is not None} | set(topology.rank_node) | dumped
-    verdict = classify(states, topology.world, seen)
-    groups = _group_by_meaning(events)
-    fired = earliest(
-        [s.decisive_event for s in states.values() if s.watchdog == "fired" and s.decisive_event], clock
-    )
-    findings, candidates = _findings_and_candidates(events, states, verdict, groups, fired, topology, clock)
-    if dumps is not None:  # Flight Recorder: its findings and its root-cause candidate
-        dump_findings, dump_candidates = dumps.outcome(topology)
-        findings += dump_findings
-        candidates += dump_candidates
-        skipped = skipped + dumps.skipped
-    context = _context(scans, verdict, states, events, groups, fired, clock)
-    cause, origin = _root_cause(candidates, verdict, context, topology)
-    if origin is not None and origin.finding_id in groups:
-        _widen_evidence(findings, groups[origin.finding_id][1], origin.finding_id, topology, clock)
-    culprits = cause.culprit_ranks if cause else verdict.culprits
-    timeline = build_timeline(groups, states, verdict, fired, culprits, clock)
+def analyse(
+    scans: list[FileScan], skipped: list[SkippedInput], sources: Sequence[EvidenceSource] = ()
+) -> Report:
+    """The incident model, built once; every rule over it; the origin among their candidates."""
+    incident = build_incident(scans, skipped, sources)
+    outcome = run_rules(incident)
+    cause, origin = _root_cause(outcome.candidates, incident, _context(incident))
+    if origin is not None and origin.finding_id in incident.groups:
+        _widen_evidence(
+            outcome.findings, incident.groups[origin.finding_id].events, origin.finding_id, incident
+        )
+    culprits = cause.culprit_ranks if cause else incident.verdict.culprits
     report = Report.build(
         "triage",
-        findings,
-        files_read=sum(1 for scan in scans if scan.lines_read) + (dumps.files_read if dumps else 0),
-        ranks_seen=len({e.rank for e in events if e.rank is not None} | set(topology.rank_node) | dumped),
+        outcome.findings,
+        files_read=incident.reading.files_read,
+        ranks_seen=len(incident.ranks_seen),
         root_cause=cause,
-        timeline=timeline,
-        skipped=skipped + [SkippedInput(source=s.source, reason=p) for s in scans for p in s.problems],
-        job=job_summary(
-            scans, events, topology, clock.notes()
-        ),  # after the timeline: notes say what was dated
-        rank_states=rank_state_groups(states, verdict, topology),
+        timeline=build_timeline(incident, culprits),
+        skipped=incident.reading.skipped,
+        job=job_summary(incident),  # after the timeline: the clock's notes say what was dated
+        rank_states=rank_state_groups(incident),
     )
     return fit_to_budget(report, protected=origin.finding_id if origin else None)
 
 
-def _findings_and_candidates(
-    events: list[Event],
-    states: dict[int, RankState],
-    verdict: Classification,
-    groups: dict[str, tuple[Meaning, list[Event]]],
-    fired: Event | None,
-    topology: Topology,
-    clock: Clock,
-) -> tuple[list[Finding], list[Candidate]]:
-    """Every finding the report lists, and every origin the root cause can choose from."""
-    findings = nccl_findings(verdict, states, topology, clock)
-    findings += [catalogue_finding(meaning, found, topology, clock) for meaning, found in groups.values()]
-    findings += counter_findings(events, topology)
-    candidates = catalogue_candidates(groups, verdict, topology, clock)
-    candidates += [c for c in [nccl_candidate(verdict, states, fired, topology, clock)] if c]
-    skew = version_skew(events, node_versions(events, topology), topology, clock)
-    if skew:
-        findings.append(skew.finding)
-        candidates.append(skew.candidate)
-    exits = silent_exits(events, verdict)
-    if exits:
-        findings.append(silent_exit_finding(exits, topology, clock))
-        candidates += [c for c in [silent_exit_candidate(exits, verdict, topology, clock)] if c]
-    return findings, candidates
-
-
-def _fill_nodes(events: list[Event], topology: Topology) -> None:
-    """Give every event a node (its rank's host, or a host its path names) and, for node-level
-    lines, the rank behind them: the process id an OOM kill or exit names, the GPU bus an Xid names."""
-    by_token = {node: node for node in topology.nodes}
-    for event in events:
-        if event.node is None:
-            event.node = topology.node_of(event.rank) or _host_in_path(event.source, by_token)
-        if event.rank is None and event.node is not None:
-            event.rank = _rank_behind(event, event.node, topology)
-
-
-def _rank_behind(event: Event, node: str, topology: Topology) -> int | None:
-    fields = event.fields
-    pid = fields.get("pid") or fields.get("block_pid")
-    if pid and pid.isdigit():
-        return topology.pid_rank.get((node, int(pid)))
-    if "bdf" in fields:
-        return topology.bus_rank.get((node, pci_bus(fields["bdf"])))
-    return None
-
-
-def _host_in_path(source: str, hosts: dict[str, str]) -> str | None:
-    for part in source.replace("\\", "/").split("/"):
-        stem = part.split(".", 1)[0]
-        if stem in hosts:
-            return hosts[stem]
-        for host in hosts:
-            if host in part:
-                return host
-    return None
-
-
-def _group_by_meaning(events: list[Event]) -> dict[str, tuple[Meaning, list[Event]]]:
-    groups: dict[str, tuple[Meaning, list[Event]]] = {}
-    for event in events:
-        meaning = meaning_of(event)
-        if meaning is not None:
-            groups.setdefault(meaning.id, (meaning, []))[1].append(event)
-    return groups
-
-
-def _context(
-    scans: list[FileScan],
-    verdict: Classification,
-    states: dict[int, RankState],
-    events: list[Event],
-    groups: dict[str, tuple[Meaning, list[Event]]],
-    fired: Event | None,
-    clock: Clock,
-) -> Context:
+def _context(incident: Incident) -> Context:
+    verdict, index, fired = incident.verdict, incident.index, incident.fired
     signature = verdict.stuck_signature
     collective = None
     if verdict.stuck_seq is not None:
         collective = (
             f"{signature[0] if signature and signature[0] else 'collective'} SeqNum {verdict.stuck_seq}"
         )
-    launcher = [e for e in events if e.kind in _LAUNCHER_EXIT_KINDS]
-    finals = launcher or [e for e in events if e.kind in _FINAL_KINDS]
-    noise = groups.get("triage.noise.connection_resets")
-    kernel_sources = {
-        e.source for e in events if e.kind in _NODE_LOG_KINDS or e.source.endswith(_NODE_LOG_NAMES)
-    }
+    finals = index.kind(*_LAUNCHER_EXIT_KINDS) or index.kind(*_FINAL_KINDS)
+    noise = incident.groups.get("triage.noise.connection_resets")
     return Context(
         verdict=verdict,
         collective=collective,
-        started=collective_start(clock.at(fired.stamp) if fired else None, verdict.timeout_ms),
+        started=collective_start(incident.at(fired), verdict.timeout_ms),
         fired=fired,
-        fired_at=clock.at(fired.stamp) if fired else None,
-        fired_ranks=sum(1 for s in states.values() if s.watchdog == "fired"),
-        final=_latest(finals, clock),
-        noise_count=sum(e.count for e in noise[1]) if noise else 0,
-        hardware_logs_seen=bool(kernel_sources),
-        kernel_oom_seen="triage.host.oom_killed" in groups,
-        hardware_fault_seen=any(m.category == Category.GPU_HARDWARE for m, _ in groups.values()),
-        job_started=_job_started(scans, events, kernel_sources, clock, fired, verdict),
+        fired_at=incident.at(fired),
+        fired_ranks=sum(1 for s in incident.states.values() if s.watchdog == "fired"),
+        final=_latest(finals, incident.clock),
+        noise_count=sum(e.count for e in noise.events) if noise else 0,
+        hardware_logs_seen=bool(incident.node_log_sources),
+        kernel_oom_seen="triage.host.oom_killed" in incident.groups,
+        hardware_fault_seen=any(
+            g.meaning.category == Category.GPU_HARDWARE for g in incident.groups.values()
+        ),
+        job_started=incident.started,
+        caveat=incident.reading.caveat(),
     )
 
 
@@ -246,36 +147,21 @@ def _latest(events: list[Event], clock: Clock) -> Event | None:
     return max(events, key=key, default=None)
 
 
-def _job_started(
-    scans: list[FileScan],
-    events: list[Event],
-    node_logs: set[str],
-    clock: Clock,
-    fired: Event | None,
-    verdict: Classification,
-) -> datetime | None:
-    """The earliest time a worker log speaks (node logs such as dmesg reach back before the job);
-    the stuck collective was issued while the job ran, so it bounds the start too."""
-    moments = [m for e in events if e.source not in node_logs and (m := clock.at(e.stamp))]
-    moments += [m for s in scans if s.source not in node_logs and (m := clock.at(s.first_dated))]
-    moments += [
-        m for m in [collective_start(clock.at(fired.stamp) if fired else None, verdict.timeout_ms)] if m
-    ]
-    return min(moments, default=None)
-
-
 def _widen_evidence(
-    findings: list[Finding], events: list[Event], finding_id: str, topology: Topology, clock: Clock
+    findings: list[Finding], events: list[Event], finding_id: str, incident: Incident
 ) -> None:
     """The origin's finding quotes every witness rank (up to a limit), not just the first two."""
     for finding in findings:
         if finding.id == finding_id:
-            finding.evidence = [evidence(e, topology) for e in decisive(events, clock, ORIGIN_EVIDENCE)]
+            finding.evidence = [
+                evidence(e, incident.topology) for e in decisive(events, incident.clock, ORIGIN_EVIDENCE)
+            ]
 
 
 def _root_cause(
-    candidates: list[Candidate], verdict: Classification, context: Context, topology: Topology
+    candidates: list[Candidate], incident: Incident, context: Context
 ) -> tuple[RootCause | None, Candidate | None]:
+    verdict, topology = incident.verdict, incident.topology
     suspects = verdict.culprits if verdict.verdict in ("straggler", "silent") else []
     candidates, context.stale = drop_stale(candidates, context.job_started)
     date_by_the_stall(candidates, set(suspects), context.started)
@@ -283,8 +169,10 @@ def _root_cause(
     if top is None:
         return None, None
     if suspects and (not top.ranks or top.category == Category.STORAGE_IO):
+        # The rank whose own requests failed, when it is a suspect; else the suspects on its nodes.
+        own = [r for r in suspects if r in top.ranks]
         on_nodes = [r for r in suspects if not top.nodes or topology.node_of(r) in top.nodes]
-        top.ranks = on_nodes or (suspects if top.category == Category.STORAGE_IO else top.ranks)
+        top.ranks = own or on_nodes or (suspects if top.category == Category.STORAGE_IO else top.ranks)
     if top.finding_id == "triage.network.transport_error" and verdict.verdict == "all_inside":
         top.confidence = "high"  # transport errors, and every rank was inside the collective
     nodes = sorted({n for r in top.ranks if (n := topology.node_of(r))}) or top.nodes

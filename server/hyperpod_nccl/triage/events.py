@@ -41,3 +41,5 @@ class FileScan:
     first_dated: str | None = None  # earliest full `YYYY-MM-DDTHH:MM:SS` stamp read
     frameworks: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
+    damage: str | None = None  # why the file was not read to its end (binary, cut short, read error)
+    unprefixed_lines: int = 0  # lines read that no launcher or rank prefix attributes to a rank

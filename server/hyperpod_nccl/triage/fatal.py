@@ -125,13 +125,6 @@ _SIMPLE: dict[str, Meaning] = {
         76,
         "debugging-guide.md § 10",
     ),
-    "memreg": _fail(
-        "triage.config.memlock",
-        "RDMA memory registration failed (memlock limit)",
-        C.CONFIG,
-        78,
-        "debugging-guide.md § 17",
-    ),
     "ofi_init_failed": _fail(
         "triage.config.efa_plugin",
         "aws-ofi-nccl / EFA initialisation failed",
@@ -202,6 +195,16 @@ _SIMPLE: dict[str, Meaning] = {
         68,
         "debugging-guide.md § 14",
     ),
+    # ESTALE: another client removed or replaced the file this one held — caches, lock files or
+    # checkpoints shared by several nodes on NFS-like storage, not the storage service failing.
+    "stale_handle": _fail(
+        "triage.software.stale_file_handle",
+        "A file on a shared filesystem was removed or replaced by another node while in use (Stale file "
+        "handle): a cache, lock or checkpoint directory shared across nodes",
+        C.SOFTWARE,
+        66,
+        "debugging-guide.md § 14",
+    ),
     "lustre_evicted": _fail(
         "triage.storage.lustre_evicted",
         "The node's Lustre client was evicted or lost its server",
@@ -262,6 +265,135 @@ _SIMPLE: dict[str, Meaning] = {
     "ais_error": _warn(
         "triage.storage.ais_error", "AIStore daemon errors", C.STORAGE_IO, 30, "debugging-guide.md § 14"
     ),
+    "pg_mismatch": _fail(
+        "triage.nccl.pg_detected_mismatch",
+        "PyTorch detected ranks running different collectives (TORCH_DISTRIBUTED_DEBUG=DETAIL)",
+        C.COLLECTIVE_MISMATCH,
+        90,
+        "debugging-guide.md § 2",
+    ),
+    "nccl_mismatch": _fail(
+        "triage.nccl.nccl_detected_mismatch",
+        "NCCL detected mismatched collective calls across ranks",
+        C.COLLECTIVE_MISMATCH,
+        85,
+        "debugging-guide.md § 2",
+    ),
+    "collective_shape": _fail(
+        "triage.nccl.collective_shape",
+        "A collective's tensor sizes do not fit the other ranks' (shapes differ across ranks)",
+        C.COLLECTIVE_MISMATCH,
+        72,
+        "debugging-guide.md § 2",
+    ),
+    "net_size_mismatch": _fail(
+        "triage.config.net_size_mismatch",
+        "Peers disagreed on NET/IB message sizes (NCCL settings differ between nodes, or forced PCIe "
+        "relaxed ordering)",
+        C.CONFIG,
+        70,
+        "debugging-guide.md § 3",
+    ),
+    "invalid_device": _fail(
+        "triage.config.invalid_device",
+        "A process asked for a GPU the node does not have (more processes than GPUs, or "
+        "CUDA_VISIBLE_DEVICES)",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 20",
+    ),
+    "disk_full": _fail(
+        "triage.storage.disk_full",
+        "A write failed: the disk or volume is full (No space left on device / quota)",
+        C.STORAGE_IO,
+        72,
+        "debugging-guide.md § 14",
+    ),
+    "socket_iface": _fail(
+        "triage.config.socket_interface",
+        "NCCL found no usable network interface (NCCL_SOCKET_IFNAME names one the host lacks?)",
+        C.CONFIG,
+        78,
+        "multinode.md § 2",
+    ),
+    "efa_connect": _fail(
+        "triage.config.efa_connect",
+        "EFA connection setup failed (address vector / connect): traffic between the nodes is blocked or "
+        "the EFA device is unusable",
+        C.CONFIG,
+        76,
+        "debugging-guide.md § 6",
+    ),
+    "ofi_libfabric_skew": _fail(
+        "triage.software.libfabric_skew",
+        "aws-ofi-nccl expects a newer libfabric than the one it runs with (built and run against different "
+        "versions)",
+        C.SOFTWARE,
+        74,
+        "debugging-guide.md § 10",
+    ),
+    "ddp_reducer": _fail(
+        "triage.software.ddp_unused_parameters",
+        "DDP: some parameters took no part in the loss (a forward that skips modules, or outputs left out of "
+        "the loss)",
+        C.SOFTWARE,
+        75,
+        "debugging-guide.md § 15",
+    ),
+    "fabric_manager": _fail(
+        "triage.config.fabric_manager",
+        "CUDA reports the system not yet initialized: on NVSwitch nodes the NVIDIA Fabric Manager is not "
+        "running",
+        C.CONFIG,
+        84,
+        "multinode.md § 1",
+    ),
+    "gpu_busy": _fail(
+        "triage.config.gpu_busy",
+        "A GPU was busy or unavailable (exclusive-process compute mode, or another process holds it)",
+        C.CONFIG,
+        78,
+        "debugging-guide.md § 20",
+    ),
+    "host_alloc": _fail(
+        "triage.host.cpu_allocation",
+        "The process could not allocate host memory (DefaultCPUAllocator)",
+        C.HOST_OOM,
+        85,
+        "debugging-guide.md § 4",
+    ),
+    "dataloader_killed": _fail(
+        "triage.host.dataloader_killed",
+        "A DataLoader worker was killed with SIGKILL (usually the host OOM killer)",
+        C.HOST_OOM,
+        84,
+        "debugging-guide.md § 4",
+    ),
+    "p2p_unsupported": _fail(
+        "triage.config.p2p_unsupported",
+        "GPU peer-to-peer transfers are not supported here (consumer GPUs, or PCIe / IOMMU settings)",
+        C.CONFIG,
+        75,
+        "debugging-guide.md § 19",
+    ),
+    "missing_file": _fail(
+        "triage.data.missing_file",
+        "A file the job reads does not exist (dataset, checkpoint or config path)",
+        C.DATA,
+        70,
+        "debugging-guide.md § 15",
+    ),
+    # A peer's failure as a surviving rank sees it: the remote process died, or the network did.
+    # Any rank's own crash explains it better (heavier candidates win); alone, it points at the fabric.
+    "remote_exit": Meaning(
+        "triage.network.remote_error",
+        "A peer's connection failed: the remote process exited or the network failed",
+        C.NETWORK,
+        35,
+        "debugging-guide.md § 3",
+        Status.FAIL,
+        Priority.P0,
+    ),
 }
 
 _SIGKILL = _fail(
@@ -284,6 +416,14 @@ _EXCEPTION = _fail(
     C.SOFTWARE,
     55,
     "debugging-guide.md § 15",
+)
+_SIGBUS = -7
+_BUS_ERROR = _fail(
+    "triage.config.sigbus",
+    "Worker killed by SIGBUS (bus error): usually /dev/shm too small for DataLoader workers or NCCL",
+    C.CONFIG,
+    60,
+    "debugging-guide.md § 17",
 )
 _SLURM_OOM = _fail(
     "triage.host.slurm_oom", "Slurm task ran out of memory", C.HOST_OOM, 93, "debugging-guide.md § 4"
@@ -339,8 +479,6 @@ _CONSEQUENCE_WORDS = re.compile(
 def meaning_of(event: Event) -> Meaning | None:
     """What one event means; None for lines that only feed the rank state or the job summary."""
     kind = event.kind
-    if kind in _SIMPLE:
-        return _SIMPLE[kind]
     special = {
         "xid": _xid,
         "sxid": _sxid,
@@ -350,10 +488,157 @@ def meaning_of(event: Event) -> Meaning | None:
         "exception": _exception,
         "nccl_error": _nccl_error,
         "dataloader_caught": _dataloader_caught,
-        "remote_exit": lambda _: _NCCL_ERROR,
         "nccl_aborted": lambda _: _NCCL_ERROR,
+        "ib_completion": _ib_completion,
+        "store_connect": _store_connect,
+        "memreg": _memory_registration,
+        "shell_killed": lambda _: _SIGKILL,
+        "socket_connect": _socket_connect,
+        "async_error": _async_error,
+        "cuda_error": _cuda_error,
+        "crash": _crash,
     }.get(kind)
-    return special(event) if special else None
+    return special(event) if special else _SIMPLE.get(kind)
+
+
+# ibv_wc_status values (ibverbs) NCCL prints in `Got completion … with error N` / `status=…(N)`.
+_IB_LOCAL_PROTECTION, _IB_FLUSHED, _IB_RETRY_EXCEEDED, _IB_RNR_RETRY_EXCEEDED = 4, 5, 12, 13
+
+
+def _ib_completion(event: Event) -> Meaning:
+    status = int(event.fields.get("status", "-1"))
+    ref = "debugging-guide.md § 3"
+    if status == _IB_LOCAL_PROTECTION:
+        return _fail(
+            "triage.config.ib_local_protection",
+            "IB/RoCE local protection error (status 4): the NIC could not access GPU memory (GPUDirect RDMA, "
+            "PCIe ACS or IOMMU settings)",
+            C.CONFIG,
+            78,
+            ref,
+        )
+    if status == _IB_FLUSHED:
+        return _consequence(
+            "triage.network.ib_flushed",
+            "IB/RoCE work requests flushed after an earlier error (status 5)",
+            ref,
+        )
+    if status in (_IB_RETRY_EXCEEDED, _IB_RNR_RETRY_EXCEEDED):
+        return _fail(
+            "triage.network.ib_retry_exceeded",
+            f"IB/RoCE retry exceeded (status {status}): the peer never acknowledged (link, switch, or RoCE "
+            "GID / routing)",
+            C.NETWORK,
+            48,
+            ref,
+        )
+    return _fail(
+        "triage.network.ib_completion", f"IB/RoCE completion error (status {status})", C.NETWORK, 46, ref
+    )
+
+
+_MEMLOCK = _fail(
+    "triage.config.memlock",
+    "RDMA memory registration failed (memlock limit)",
+    C.CONFIG,
+    78,
+    "debugging-guide.md § 17",
+)
+
+
+def _memory_registration(event: Event) -> Meaning:
+    """Why registration failed decides the fix: ENOMEM is the memlock limit; EINVAL on GPU memory
+    (type 2) is a provider that cannot register CUDA memory (a libfabric / driver version issue);
+    EFAULT is GPUDirect RDMA missing (nvidia-peermem not loaded)."""
+    why = event.fields.get("why", "")
+    if why in ("Invalid argument", "RC: -22", "err -22") and event.fields.get("type"):
+        return _fail(
+            "triage.software.gpu_memory_registration",
+            "GPU memory could not be registered with the fabric provider (a libfabric / EFA installer or "
+            "driver version that mishandles CUDA memory)",
+            C.SOFTWARE,
+            78,
+            "debugging-guide.md § 10",
+        )
+    if why == "Bad address":
+        return _fail(
+            "triage.config.gpudirect_rdma",
+            "GPU memory could not be registered with the NIC (GPUDirect RDMA unavailable: nvidia-peermem not "
+            "loaded?)",
+            C.CONFIG,
+            78,
+            "debugging-guide.md § 17",
+        )
+    return _MEMLOCK
+
+
+# cudaGetErrorString texts that mean builds do not match (the GPU, the driver, CUDA, NCCL, PyTorch).
+_MISMATCHED_BUILDS = (
+    "invalid resource handle",
+    "invalid device function",
+    "no kernel image",
+    "PTX",
+    "unsupported toolchain",
+    "driver version is insufficient",
+    "named symbol not found",
+)
+
+
+def _cuda_error(event: Event) -> Meaning:
+    what = event.fields.get("what", "")
+    if any(text in what for text in _MISMATCHED_BUILDS):
+        return _fail(
+            "triage.software.cuda_build_mismatch",
+            "A CUDA call failed in a way that points at mismatched builds (GPU, driver, CUDA, NCCL and "
+            "PyTorch versions)",
+            C.SOFTWARE,
+            64,
+            "debugging-guide.md § 10",
+        )
+    return _SIMPLE["cuda_error"]
+
+
+def _socket_connect(event: Event) -> Meaning:
+    """Refused: nothing listened at the peer's address (it had died, or not started): a peer's
+    failure as this rank sees it. Unreachable or timed out: the address NCCL chose for the peer does
+    not route between the nodes (the wrong interface, or a firewall)."""
+    why = event.fields.get("why") or event.fields.get("plain") or event.fields.get("retries") or ""
+    if "refused" in why or why == "exceeded retries":  # NCCL retries refused connections, then gives up
+        return _SIMPLE["remote_exit"]
+    return _fail(
+        "triage.config.socket_connect",
+        "NCCL could not connect to a peer's address (the interface it chose does not route between the "
+        "nodes — NCCL_SOCKET_IFNAME — or a firewall drops the traffic)",
+        C.CONFIG,
+        68,
+        "multinode.md § 2",
+    )
+
+
+def _async_error(event: Event) -> Meaning | None:
+    """`Collective WorkNCCL(...) raised the following async exception: NCCL error: …`: what failed."""
+    if "remote process exited" in event.fields.get("what", ""):
+        return _SIMPLE["remote_exit"]
+    return None
+
+
+_CONNECTION_REFUSED = "111"
+
+
+def _store_connect(event: Event) -> Meaning:
+    if event.fields.get("errno") == _CONNECTION_REFUSED:
+        return _SIMPLE["rendezvous"]  # the store's host answered, nothing listened: it was not up yet
+    return _fail(
+        "triage.config.store_unreachable",
+        "The c10d store's address could not be reached (MASTER_ADDR / MASTER_PORT wrong, or traffic blocked)",
+        C.CONFIG,
+        72,
+        "debugging-guide.md § 12",
+    )
+
+
+def _crash(event: Event) -> Meaning | None:
+    return _SEGFAULT if "Segmentation fault" in event.text else None
 
 
 def _xid(event: Event) -> Meaning:
@@ -382,9 +667,14 @@ def exit_code(event: Event) -> int | None:
             return int(fields[name])
     if fields.get("signal", "").isdigit():
         return -int(fields["signal"])
+    if fields.get("signal_name") in _SIGNAL_NUMBERS:
+        return -_SIGNAL_NUMBERS[fields["signal_name"]]
     if fields.get("container_code") == "137":
         return -9
     return None
+
+
+_SIGNAL_NUMBERS = {"SIGABRT": 6, "SIGBUS": 7, "SIGKILL": 9, "SIGSEGV": 11, "SIGTERM": 15}
 
 
 def _worker_exit(event: Event) -> Meaning:
@@ -393,6 +683,8 @@ def _worker_exit(event: Event) -> Meaning:
         return _SIGKILL
     if code == -11:
         return _SEGFAULT
+    if code == _SIGBUS:
+        return _BUS_ERROR
     return _WORKER_EXIT
 
 

@@ -4,6 +4,10 @@ A file is read in fixed-size chunks. Each chunk's complete lines are handed, as 
 to a hit finder (the prefilter in `patterns`), and only the lines holding a hit are decoded and
 yielded, with their 1-based numbers. A line longer than `MAX_LINE_BYTES` keeps its first
 `MAX_LINE_BYTES` and the rest is dropped unread, so a 100 MB line costs one chunk of memory.
+
+A file that starts as binary (a core dump, an archive) is not a log. Runs of NUL bytes inside a
+text log (a crashed node's hole in its file) are skipped and counted; the lines around them are
+read, with their numbers unchanged.
 """
 
 from __future__ import annotations
@@ -20,14 +24,40 @@ _MAX_TRUNCATIONS_LISTED = 5
 HitFinder = Callable[[bytes], list[int]]
 
 
+_BINARY_SAMPLE = 8192
+_TEXT_SHARE = 0.9  # of the non-NUL bytes a text log's start must be printable
+
+
 class BinaryInput(ValueError):
-    """The file holds NUL bytes: it is not a text log."""
+    """The file starts as binary data: it is not a text log."""
 
 
 @dataclass
 class ReadReport:
     lines: int = 0
     truncated: list[tuple[int, int]] = field(default_factory=list)  # (line number, bytes dropped)
+    nul_bytes: int = 0  # NUL bytes skipped inside the text
+    first_nul_line: int | None = None
+
+
+_CONTROL_SHARE = 0.01  # control bytes (other than tab, newlines and ANSI escapes) text never has
+_TEXT_CONTROLS = frozenset(b"\t\n\r\x1b")
+
+
+def looks_binary(start: bytes) -> bool:
+    """Binary data, not text with a hole: NULs, and what is left has control bytes or is mostly not
+    printable text (a hole in a log is NULs alone)."""
+    if b"\x00" not in start:
+        return False
+    rest = start.replace(b"\x00", b"")
+    if not rest:
+        return False  # only NULs so far: text may follow the hole
+    controls = sum(1 for byte in rest if (byte < 0x20 and byte not in _TEXT_CONTROLS) or byte == 0x7F)
+    if controls > _CONTROL_SHARE * len(rest):
+        return True
+    text = rest.decode("utf-8", errors="replace")
+    printable = sum(1 for char in text if char != "\ufffd" and (char.isprintable() or char in "\t\r\n\x1b"))
+    return printable < _TEXT_SHARE * len(text)
 
 
 def decode(raw: bytes) -> str:
@@ -40,8 +70,10 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
     dropping = 0  # > 0 while skipping the unread tail of an overlong line
     first = True
     while chunk := stream.read(CHUNK_BYTES):
-        if first and b"\x00" in chunk:
+        if first and looks_binary(chunk[:_BINARY_SAMPLE]):
             raise BinaryInput("binary file (NUL bytes), not a text log")
+        if b"\x00" in chunk:  # a C-speed check; only damaged chunks pay for the rest
+            chunk = _skip_nuls(chunk, carry, report)
         if dropping:
             newline = chunk.find(b"\n")
             if newline < 0:
@@ -62,6 +94,14 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
             carry = carry[:MAX_LINE_BYTES]
     if carry:
         yield from _emit_block(carry + b"\n", find_hits, report, first, truncated_by=dropping)
+
+
+def _skip_nuls(chunk: bytes, carry: bytes, report: ReadReport) -> bytes:
+    cleaned = chunk.replace(b"\x00", b"")
+    if report.first_nul_line is None:
+        report.first_nul_line = report.lines + 1 + (carry + chunk[: chunk.index(b"\x00")]).count(b"\n")
+    report.nul_bytes += len(chunk) - len(cleaned)
+    return cleaned
 
 
 def _emit_block(

@@ -51,8 +51,14 @@ NCCL_STATE = (
     _p(
         "wd_timeout",
         "Watchdog caught collective operation timeout",
-        r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<numel_in>-?\d+))?"
-        r"(?:, NumelOut=(?P<numel_out>-?\d+))?, Timeout\(ms\)=(?P<timeout_ms>\d+)\) ran for (?P<ran_ms>\d+)",
+        # The WorkNCCL(...) part may sit on the next line (a wrapped or abbreviated paste).
+        r"^(?:.*?WorkNCCL\((?:SeqNum=(?P<seq>\d+), )?OpType=(?P<op>\w+)"
+        r"(?:, NumelIn=(?P<numel_in>-?\d+))?(?:, NumelOut=(?P<numel_out>-?\d+))?, "
+        r"Timeout\(ms\)=(?P<timeout_ms>\d+)\) ran for (?P<ran_ms>\d+))?",
+    ),
+    _p(
+        "wd_frame",
+        ("WorkNCCL::checkTimeout", "raised from ncclCommWatchdog", "raised from checkTimeout"),
     ),
     _p(
         "wd_status",
@@ -92,7 +98,34 @@ NCCL_STATE = (
     ),
 )
 
+# Ranks that issued different collectives, as PyTorch and NCCL report it themselves.
+COLLECTIVES = (
+    _p(
+        "pg_mismatch",
+        "Detected mismatch between collectives",
+        r"Detected mismatch between collectives on ranks\.?\s*(?P<what>.*)",
+        key="what",
+    ),
+    _p("nccl_mismatch", "Mismatched collective detected", r"^(?:.*?around rank (?P<around>\d+))?"),
+    _p(
+        "collective_shape",
+        (
+            "must be equal to world_size times",
+            "same size as output size times world size",
+            "All tensor operands to scatter/gather",
+            "Tensor list input to scatter/gather must match",
+        ),
+    ),
+    _p(
+        "net_size_mismatch",
+        "collective mismatch error",
+        r"(?:peer (?P<peer>\S+) )?collective mismatch error,? local size (?P<local>\d+),? remote(?: size)? "
+        r"(?P<remote>\d+)",
+    ),
+)
+
 GPU = (
+    _p("invalid_device", "invalid device ordinal"),
     _p(
         "cuda_oom",
         "CUDA out of memory",
@@ -107,13 +140,24 @@ GPU = (
         r"(?i)cuda failure\s*(?:\d+\s*)?'?out of memory|failed to cuda calloc",
     ),
     _p("cuda_oom", ("CUDA error", "Cuda failure"), "out of memory"),
-    _p("cudnn_not_initialized", "CUDNN_STATUS_NOT_INITIALIZED"),
+    _p(
+        "cudnn_not_initialized",
+        ("CUDNN_STATUS_NOT_INITIALIZED", "CUBLAS_STATUS_ALLOC_FAILED", "CUBLAS_STATUS_NOT_INITIALIZED"),
+    ),
+    # cudaErrorSystemNotReady: on NVSwitch systems, the fabric manager is not running.
+    _p("fabric_manager", ("system not yet initialized", "Fabric Manager")),
+    _p("gpu_busy", "busy or unavailable"),
     _p("ecc", "ECC", r"uncorrectable ECC error"),
     _p("illegal_address", ("CUDA error", "Cuda failure", "CUDA failure"), "illegal memory access"),
     _p("launch_failure", ("CUDA error", "Cuda failure", "CUDA failure"), "unspecified launch failure"),
     _p("nvlink_error", "NVLink", "uncorrectable NVLink error"),
     _p("no_gpu", ("No CUDA GPUs are available", "CUDA-capable device")),
     _p("cuda_error", "CUDA error: ", r"CUDA error: (?P<what>[^.\n]*)"),
+    _p("cuda_error", ("Cuda failure", "CUDA failure"), r"(?i)cuda failure\s*(?:\d+\s*)?'(?P<what>[^']*)'"),
+    _p(
+        "p2p_unsupported",
+        ("via P2P or IB", "peer access is not supported", "P2P is not supported"),
+    ),
     _p(
         "xid",
         "NVRM: Xid",
@@ -127,6 +171,8 @@ GPU = (
         key="code",
     ),
     _p("fell_off_bus", ("GPU has fallen", "NVRM"), r"(?:GPU (?P<bdf>[0-9a-fA-F:.]+): )?GPU has fallen off"),
+    # nvidia-smi once a GPU has fallen off the bus or hangs.
+    _p("fell_off_bus", "Unable to determine the device handle for GPU", r"for GPU (?P<bdf>[0-9a-fA-F:.]+)"),
     _p("nvls", "Failed to bind NVLink SHARP"),
 )
 
@@ -134,6 +180,12 @@ PROCESS = (
     _p("oom_killed", "Killed process", r"Killed process (?P<pid>\d+) \((?P<comm>[^)]*)\)", key="pid"),
     _p("oom_killed", "Detected", r"Detected (?P<events>\d+) oom[_-]kill event"),
     _p("oom_killed", "OOMKilled"),
+    # The shell's report of a child killed by SIGKILL: `Killed`, `bash: line 1: 4242 Killed  python …`.
+    _p("shell_killed", "Killed", r"^\s*(?:\S+: line \d+:\s+\d+\s+)?Killed(?:\s+\S.*)?$"),
+    _p(
+        "host_alloc",
+        ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory"),
+    ),
     _p(
         "srun_task",
         "srun: error:",
@@ -149,15 +201,72 @@ PROCESS = (
     _p("worker_exit", "Signal ", r"Signal (?P<signal>\d+) \((?P<signal_name>\w+|<N/A>)\) received by PID"),
     _p(
         "failure_field",
-        "(local_rank: ",
+        ("(local_rank: ", "host      : ", "time      : "),
         r"^\s*(?P<field>rank|host|time)\s+: (?P<value>\S+)(?: \(local_rank: (?P<local_rank>\d+)\))?",
     ),
+    # torchrun's ChildFailedError lists other failures first, then the first observed one.
+    _p(
+        "failure_section",
+        ("Root Cause (first observed failure)", "Failures:"),
+        r"^\s*(?P<section>Root Cause|Failures)",
+    ),
     _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<container_code>137)\b"),
+    # Other launchers: PyTorch Lightning, torch.multiprocessing.spawn, DeepSpeed, Open MPI.
+    _p(
+        "worker_exit",
+        "Child process with PID",
+        r"Child process with PID (?P<pid>\d+) terminated with code (?P<code>-?\d+)",
+    ),
+    _p(
+        "worker_exit",
+        ("terminated with signal", "terminated with exit code"),
+        r"process (?P<local_rank>\d+) terminated with "
+        r"(?:exit code (?P<code>\d+)|signal (?P<signal_name>SIG\w+))",
+    ),
+    _p("worker_exit", "exits with return code", r"exits with return code = (?P<code>-?\d+)"),
+    _p(
+        "worker_exit",
+        "exited on signal",
+        r"process rank (?P<mpi_rank>\d+) with PID \d+ on node (?P<host>\S+) exited on signal (?P<signal>\d+)",
+    ),
 )
 
 CONFIG = (
-    _p("shm_exhausted", ("Unexpected bus error", "Error: failed to extend")),
-    _p("shm_exhausted", "No space left on device", r"/dev/shm|torch_\d+|shm"),
+    _p(
+        "shm_exhausted",
+        (
+            "Unexpected bus error",
+            "Error: failed to extend",
+            "shared memory segment",
+            "Call to posix_fallocate failed",
+            "Call to shm_open failed",
+            "unable to open shared memory object",
+            "unable to allocate shared memory",
+            "killed by signal: Bus error",
+            "out of shared memory",
+        ),
+    ),
+    _p(
+        "shm_exhausted",
+        ("No space left on device", "unable to mmap", "unable to write to file", "Cannot allocate memory"),
+        r"/dev/shm|</?torch_\d+|shm",
+    ),
+    _p(
+        "disk_full",
+        ("No space left on device", "Disk quota exceeded"),
+        r"^(?!.*(?:/dev/shm|torch_\d|shm))",
+    ),
+    _p(
+        "socket_iface",
+        (
+            "no socket interface found",
+            "No usable listening interface found",
+            "NET/Socket : no interface found",
+            "is neither AF_INET",
+            "no device found matching",
+        ),
+    ),
+    _p("dataloader_killed", "is killed by signal: Killed"),
     _p("dataloader_exit", "DataLoader worker (pid"),
     _p("addr_in_use", ("Address already in use", "EADDRINUSE", "Tried to launch distributed communication")),
     _p(
@@ -169,12 +278,20 @@ CONFIG = (
             "RendezvousClosedError",
             "NCCL communicator and retrieving",
             "TCP client failed to connect",
+            "Socket Timeout",
         ),
         r"^(?=(?:.*?connect to \((?P<master>[^,\s]+), (?P<port>\d+)\))?)"
         r"(?=(?:.*?(?P<joined>\d+)/(?P<expected>\d+) clients joined)?)"
         r"(?=(?:.*?ncclUniqueId from \[(?P<root>\d+)\])?)",
     ),
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
+    # A TCP connect to the store that never completed: errno 110 / 113 mean the address is
+    # unreachable (wrong MASTER_ADDR, traffic blocked); 111 means nothing listened there yet.
+    _p(
+        "store_connect",
+        "socket has failed to connect to",
+        r"failed to connect to (?P<target>\S+?)\.?(?: \(errno: (?P<errno>\d+)| |$)",
+    ),
     _p(
         "msg_truncated",
         "Message truncated",
@@ -183,6 +300,8 @@ CONFIG = (
     _p(
         "memreg",
         ("Unable to register memory", "Call to ibv_reg", "Unable to register MR", "Failed to allocate pd"),
+        r"^(?:.*?(?P<type>type = 2))?(?:.*?(?P<why>Cannot allocate memory|Invalid argument|Bad address"
+        r"|RC: -\d+|err -\d+))?",
     ),
     _p(
         "ofi_init_failed",
@@ -193,8 +312,22 @@ CONFIG = (
             "NET/OFI Initializing plugin failed",
             "Couldn't open AV",
             "Failed to initialize any NET plugin",
-            "EFA provider requires",
         ),
+    ),
+    _p(
+        "efa_connect",
+        (
+            "into address vector",
+            "Couldn't bind EP-AV",
+            "Could not create address vector",
+            "CM connect failed",
+            "preparing for connection failed",
+            "Caught exception in plugin connect",
+        ),
+    ),
+    _p(
+        "ofi_libfabric_skew",
+        ("Couldn't set FI_OPT", "Could not set FI_OPT", "requires at least libfabric version"),
     ),
     _p(
         "tcp_fallback",
@@ -215,10 +348,43 @@ TRANSPORT = (
         r"(?P<what>(?:Request|Remote write|rx buffer|Bounce buffer).*completed with error.*)",
     ),
     _p("transport_error", "<warn>", r"libfabric:\d+:\d+:[^:]*:(?P<provider>\w+):(?P<subsystem>\w+):"),
-    _p("transport_error", ("Got completion", "Got async event")),
+    _p(
+        "ib_completion",
+        "Got completion",
+        r"Got completion (?:from peer (?P<peer>\S+) )?with (?:error |status=(?:\w+\()?)(?P<status>\d+)"
+        r"(?:.*?vendor[ _]err[= ]?(?P<vendor>\d+))?",
+        key="status",
+    ),
+    _p("transport_error", "Got async event"),
+    # NCCL's socket transport and bootstrap could not connect to a peer's address (2.2 → current).
+    _p(
+        "socket_connect",
+        (
+            "Call to connect failed",
+            "failed : ",
+            "socketPollConnect: Connect to",
+            "socketPollConnect to",
+            "exceeded retries",
+            "exceeded timeouts",
+        ),
+        r"(?:Connect(?:ion)? to (?P<peer>\S+<\d+>).*?(?:failed(?: with error)? :?|returned \d+\()\s*"
+        r"(?P<why>[A-Za-z][A-Za-z ]+)|Call to connect failed : (?P<plain>[A-Za-z ]+)|(?P<retries>exceeded "
+        r"(?:retries|timeouts)))",
+    ),
     _p(
         "socket_closed",
-        ("Connection closed by remote peer", "Call to recv from", "Failed to execute operation"),
+        (
+            "Connection closed by remote peer",
+            "Call to recv from",
+            "Call to send to",
+            "Failed to execute operation",
+        ),
+        r"^(?:.*?(?:peer |from |to )(?P<peer>[\w.:%\[\]-]+<\d+>))?",
+    ),
+    _p(
+        "remote_exit",
+        ("remote process exited or there was a network error", "ncclRemoteError"),
+        r"^(?:.*?, NCCL version (?P<version>\d+\.\d+\.\d+))?",
     ),
     _p(
         "nccl_error",
@@ -226,7 +392,7 @@ TRANSPORT = (
         r"NCCL error in: (?P<where>[^,]+), (?P<what>.*?)(?:, NCCL version (?P<version>\d+\.\d+\.\d+))?$",
     ),
     _p("nccl_aborted", "NCCL communicator was aborted"),
-    _p("remote_exit", "NCCL error", "remote process exited or there was a network error"),
+    _p("nccl_failure", "NCCL failure ", r"NCCL failure \S+ ?'(?P<what>[^']*)'"),
 )
 
 SCHEDULER = (
@@ -242,12 +408,17 @@ SCHEDULER = (
     _p("node_failure", ("NodeNotReady", "Kubelet stopped posting node status")),
     _p("node_failure", "Node failure on", r"Node failure on (?P<host>[\w.-]+)", key="host"),
     _p("preempted", "Preempted"),
-    _p("sigterm", ("SIGTERM", "SignalException", "Received "), r"SIGTERM|SignalException|death signal"),
+    _p(
+        "sigterm",
+        ("SIGTERM", "SignalException", "Received "),
+        r"^(?=.*(?:SIGTERM|SignalException|death signal))(?:.*?(?P<death>death signal))?",
+    ),
 )
 
 STORAGE_CLIENT = (
     _p("storage_error", ("AISBatchLoaderError", "BatchLoaderError")),
-    _p("io_error", ("Input/output error", "Stale file handle", "Transport endpoint is not connected")),
+    _p("io_error", ("Input/output error", "Transport endpoint is not connected")),
+    _p("stale_handle", "Stale file handle"),
     _p(
         "lustre_evicted",
         ("This client was evicted", "LustreError", "Lustre: "),
@@ -303,7 +474,39 @@ DATA = (
     ),
 )
 
+MISSING = (
+    _p(
+        "missing_file",
+        ("No such file or directory", " not found", "does not exist", "doesn't exist"),
+        r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s"
+        r"(?!.*(?:shared object|\.so\b|/dev/shm|[Mm]odule|command))"
+        r".*(?:No such file or directory|not found|does not exist|doesn't exist)",
+    ),
+)
+
+FRAMEWORK = (
+    _p(
+        "ddp_reducer",
+        (
+            "Expected to have finished reduction in the prior iteration",
+            "parameters that were not used in producing loss",
+            "Expected to mark a variable ready only once",
+        ),
+    ),
+)
+
+PROGRESS = (
+    # A tqdm bar: what a rank busy outside NCCL (tokenising, indexing a dataset) prints.
+    _p(
+        "progress",
+        "%|",
+        r"^.*(?<!\d)(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<done>[\d.]+\w?)/(?P<total>[\d.]+\w?)\s*"
+        r"\[(?P<elapsed>[\d:]+)<",
+    ),
+)
+
 PYTHON = (
+    _p("crash", ("Segmentation fault", "terminate called after throwing", "Fatal Python error")),
     _p("traceback", "Traceback (most recent call last)"),
     _p("setup_activity", ("Building wheel for", "Collecting ", "Installing collected packages")),
     _p(
@@ -315,8 +518,29 @@ PYTHON = (
 )
 
 EVENT_PATTERNS: tuple[Pattern, ...] = (
-    NCCL_STATE + GPU + PROCESS + CONFIG + TRANSPORT + SCHEDULER + STORAGE_CLIENT + DATA + PYTHON
+    NCCL_STATE
+    + COLLECTIVES
+    + GPU
+    + PROCESS
+    + CONFIG
+    + TRANSPORT
+    + SCHEDULER
+    + STORAGE_CLIENT
+    + DATA
+    + MISSING
+    + FRAMEWORK
+    + PROGRESS
+    + PYTHON
 )
+
+
+def elapsed_seconds(fields: dict[str, str]) -> int:
+    """A progress bar's elapsed time, `29:55` or `1:02:03`, in seconds."""
+    seconds = 0
+    for part in fields.get("elapsed", "0").split(":"):
+        seconds = seconds * 60 + int(part or 0)
+    return seconds
+
 
 FACT_PATTERNS: tuple[Pattern, ...] = (
     _p(
@@ -324,7 +548,13 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         "ProcessGroupNCCL initialization options",
         r"size: (?P<size>\d+), global rank: (?P<global_rank>\d+), TIMEOUT\(ms\): (?P<timeout_ms>\d+)",
     ),
-    _p("nccl_version", "NCCL version", r"NCCL version:? (?P<version>\d+\.\d+\.\d+)", key="version"),
+    _p(
+        "nccl_version",
+        ("NCCL version", "compiled with NCCL"),
+        r"(?:NCCL version:?|compiled with NCCL) (?P<version>\d+\.\d+(?:\.\d+)?)",
+        key="version",
+    ),
+    _p("training_done", ("Trainer.fit` stopped", "Training completed. Do not forget")),
     _p(
         "ofi_version",
         ("NET/OFI Initializing aws", "NET/OFI Using aws"),
@@ -350,6 +580,13 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         key="provider",
     ),
     _p("network", "Using network", r"Using network (?P<network>.+?)\s*$", key="network"),
+    # The address a node's NCCL bootstraps and connects from: peers' errors name it.
+    _p(
+        "net_addr",
+        ("Bootstrap", "NET/Socket : Using", "; OOB "),
+        r"(?:Using|OOB) (?:\[\d+\])?[\w.-]+:(?P<addr>[\d.]+|[0-9a-fA-F:]+[0-9a-fA-F])(?:%\w+)?<",
+        key="addr",
+    ),
     _p(
         "resumed",
         ("checkpoint", "Restor", "Resum", "Loading checkpoint", "Loaded checkpoint"),

@@ -3,8 +3,12 @@
 Prefixes nest, outermost first: `kubectl logs --timestamps`, Ray's `(Worker pid=…)`, mpirun's
 `[1,3]<stdout>:`, srun `--label`'s `3: `, torchrun's `[default3]:` (a *local* rank), PyTorch's
 `[rank3]:` / `[rank3]: ` (global), then a logger prefix (c10 glog, torchrun's elastic logging,
-NCCL's `host:pid:tid [dev]`, dmesg, journald). Timestamps are returned as
-`YYYY-MM-DDTHH:MM:SS`, with year `0000` when the format carries none (see `timeline`).
+NCCL's `host:pid:tid [dev]`, slurmstepd's `slurmstepd-host:`, dmesg, journald). Timestamps are
+returned as `YYYY-MM-DDTHH:MM:SS`, with year `0000` when the format carries none (see `timeline`).
+
+srun `--label` numbers tasks. A task is a global rank only when srun starts one task per rank;
+under torchrun (`[default3]:` inside the label) a task is a launcher, one per node, and the
+rank comes from the `[rankN]:` prefix or from the local rank on that launcher.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ _C10 = re.compile(r"\[[IWEF](?:(\d{1,2})(\d\d) (\d\d:\d\d:\d\d)\.\d+)? ?[\w./-]+
 _ELASTIC_GLOG = re.compile(r"[IWECV](\d\d)(\d\d) (\d\d:\d\d:\d\d)\.\d+ \d+ [\w./-]+:\d+\] ")
 _BRACKET_DATE = re.compile(r"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:,\d+)?\] ")
 _NCCL_HOST = re.compile(r"([\w.-]+):(\d+):\d+ \[\d+\] ")
+_SLURMSTEPD = re.compile(r"slurmstepd-([\w.-]+): ")
 _DMESG_T = re.compile(r"\[\w{3} (\w{3}) +(\d+) (\d\d:\d\d:\d\d) (\d{4})\] ")
 _DMESG = re.compile(r"\[\s*\d+\.\d+\] ")
 _JOURNAL = re.compile(r"(\w{3}) +(\d+) (\d\d:\d\d:\d\d) ([\w.-]+) kernel: ")
@@ -42,6 +47,9 @@ class Stripped:
     host: str | None = None
     pid: int | None = None
     stamp: str | None = None
+    task: int | None = None  # srun --label task of a launcher (torchrun agent), not a rank
+    label: int | None = None  # the srun --label / mpirun task number, whatever it turns out to be
+    rank_from_label: bool = False  # `rank` is the label: a rank only if no line of the file says otherwise
 
 
 def strip(line: str) -> Stripped:
@@ -76,14 +84,17 @@ def _strip_launchers(text: str, found: Stripped) -> str:
         if match := simple.match(text):
             text = text[match.end() :]
     if match := _MPIRUN.match(text) or _SRUN.match(text):
-        found.rank = int(match.group(1))
+        found.label = int(match.group(1))
         text = text[match.end() :]
     if match := _TORCHRUN.match(text):
         found.local_rank = int(match.group(1))
         text = text[match.end() :]
+        found.task = found.label  # the label numbers torchrun agents: a launcher, not a rank
     while match := _TORCH_RANK.match(text):
         found.rank = int(match.group(1))
         text = text[match.end() :]
+    if found.rank is None and found.local_rank is None and found.label is not None:
+        found.rank, found.rank_from_label = found.label, True
     return text
 
 
@@ -102,6 +113,9 @@ def _strip_logger(text: str, found: Stripped) -> str:
     if match := _NCCL_HOST.match(text):
         found.host = match.group(1)
         found.pid = int(match.group(2))
+        return text[match.end() :]
+    if match := _SLURMSTEPD.match(text):
+        found.host = match.group(1)
         return text[match.end() :]
     return _strip_kernel(text, found)
 

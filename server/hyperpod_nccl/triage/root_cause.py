@@ -53,6 +53,7 @@ class Context:
     hardware_fault_seen: bool
     job_started: datetime | None = None
     stale: list[str] = field(default_factory=list)
+    caveat: str | None = None  # what the triage could not read, which makes it less sure
 
 
 def choose(candidates: list[Candidate]) -> Candidate | None:
@@ -93,14 +94,22 @@ def date_by_the_stall(candidates: list[Candidate], suspects: set[int], stalled_a
             candidate.when = stalled_at
 
 
+_LESS_SURE: dict[Confidence, Confidence] = {"high": "medium", "medium": "low", "low": "low"}
+
+
 def root_cause(top: Candidate, context: Context, culprit_nodes: list[str]) -> RootCause:
+    chain = _chain(top, context)
+    confidence = top.confidence
+    if context.caveat:
+        confidence = _LESS_SURE[confidence]
+        chain.append(f"confidence lowered to {confidence}: {context.caveat}")
     return RootCause(
         category=top.category,
         summary=_summary(top, culprit_nodes),
         culprit_ranks=sorted(top.ranks),
         culprit_nodes=culprit_nodes,
-        chain=_chain(top, context),
-        confidence=top.confidence,
+        chain=chain,
+        confidence=confidence,
         ruled_out=_ruled_out(top, context),
     )
 

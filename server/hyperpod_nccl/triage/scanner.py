@@ -7,7 +7,6 @@ fold into the first event's `count`, so memory grows with ranks × kinds, never 
 
 from __future__ import annotations
 
-import gzip
 import re
 import tarfile
 import zlib
@@ -28,14 +27,15 @@ from hyperpod_nccl.triage.patterns import (
     Dispatcher,
     Pattern,
     anchors_of,
+    elapsed_seconds,
 )
 from hyperpod_nccl.triage.prefilter import build_hit_finder
-from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, strip
+from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, message_rank, strip
 
 MAX_EVENTS_PER_FILE = 40_000
 MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
 _MAX_PROBLEMS_PER_FILE = 5
-_KEEP_LATEST = frozenset({"work_update"})
+_KEEP_LATEST = frozenset({"work_update", "progress"})
 
 
 @cache
@@ -73,11 +73,13 @@ def scan_input(item: InputFile) -> FileScan:
             with _open(item) as stream:
                 _scan_stream(stream, item.source, scan)
     except BinaryInput as error:
-        scan.problems.append(str(error))
-    except (EOFError, zlib.error, gzip.BadGzipFile, tarfile.TarError) as error:
-        scan.problems.append(f"truncated or corrupt compressed data after line {scan.lines_read}: {error}")
+        scan.damage = str(error)
+    except (EOFError, zlib.error, tarfile.TarError) as error:
+        scan.damage = f"truncated or corrupt compressed data after line {scan.lines_read}: {error}"
     except OSError as error:
-        scan.problems.append(f"read error after line {scan.lines_read}: {error.strerror or error}")
+        scan.damage = f"read error after line {scan.lines_read}: {error.strerror or error}"
+    if scan.damage:
+        scan.problems.append(scan.damage)
     _fill_file_level_identity(scan)
     return scan
 
@@ -87,11 +89,51 @@ def _open(item: InputFile) -> Iterator[BinaryIO]:
     with item.path.open("rb") as raw:
         if raw.read(2) == b"\x1f\x8b":
             raw.seek(0)
-            with gzip.GzipFile(fileobj=raw) as unzipped:
-                yield unzipped  # type: ignore[misc]
+            yield _GzipStream(raw)  # type: ignore[misc]
         else:
             raw.seek(0)
             yield raw
+
+
+class _GzipStream:
+    """A gzip file read forward only. Unlike GzipFile, which drops the output of the read call
+    that meets the damage, every byte decompressed before a cut or a corrupt block is returned
+    first; the error comes on the next read."""
+
+    _RAW_CHUNK = 256 * 1024
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self._unzip = zlib.decompressobj(wbits=31)
+        self._pending = b""
+        self._error: Exception | None = None
+        self._done = False
+
+    def read(self, size: int) -> bytes:
+        while len(self._pending) < size and not self._done and self._error is None:
+            self._fill()
+        if not self._pending and self._error is not None:
+            raise self._error
+        out, self._pending = self._pending[:size], self._pending[size:]
+        return out
+
+    def _fill(self) -> None:
+        data = self._raw.read(self._RAW_CHUNK)
+        try:
+            if not data:
+                if not self._unzip.eof:
+                    self._error = EOFError(
+                        "compressed file ended before the end-of-stream marker was reached"
+                    )
+                self._done = True
+                return
+            self._pending += self._unzip.decompress(data)
+            while self._unzip.eof and self._unzip.unused_data:  # concatenated gzip members
+                rest = self._unzip.unused_data
+                self._unzip = zlib.decompressobj(wbits=31)
+                self._pending += self._unzip.decompress(rest)
+        except zlib.error as error:
+            self._error = error
 
 
 def _scan_archive(item: InputFile, scan: FileScan) -> None:
@@ -111,9 +153,14 @@ class _FileState:
         self.scan = scan
         self.source = source
         self.keyed: dict[tuple[object, ...], Event] = {}
-        self.local_to_global: dict[int, int] = {}
-        self.local_pids: dict[int, tuple[str, int]] = {}
+        # (srun task of the launcher or None, local rank) → global rank, and → (host, pid)
+        self.local_to_global: dict[tuple[int | None, int], int] = {}
+        self.local_pids: dict[tuple[int | None, int], tuple[str, int]] = {}
         self.failure_block: dict[str, str] = {}
+        self.failure_section = ""  # "Root Cause" or "Failures" inside torchrun's ChildFailedError
+        # Ranks taken from srun/mpirun labels, kept aside until the file shows whether labels are ranks.
+        self.label_identity: set[tuple[int, str | None, int | None]] = set()
+        self.labels_are_launchers = False
 
 
 def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
@@ -132,7 +179,13 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         scan.lines_read += report.lines
         for line, dropped in report.truncated:
             scan.problems.append(f"{source}:{line}: line truncated, {dropped} bytes past 64 KiB not read")
+        if report.nul_bytes:
+            scan.damage = scan.damage or (
+                f"{report.nul_bytes} NUL bytes (a hole in the file) skipped from line "
+                f"{report.first_nul_line}; the lines around them were read"
+            )
         scan.events.extend(state.keyed.values())
+        _settle_labels(state)
         _apply_local_ranks(state)
 
 
@@ -141,6 +194,8 @@ def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str
     if state.scan.storage and stripped.stamp is None:
         stripped.stamp = _daemon_stamp(state.source, text)
     _note_identity(state, stripped)
+    if stripped.rank is None and stripped.local_rank is None:
+        state.scan.unprefixed_lines += 1
     if number <= HEAD_LINES:
         _note_framework(state.scan, text)
     if not state.scan.storage:
@@ -169,18 +224,33 @@ def _daemon_stamp(source: str, text: str) -> str | None:
 
 def _note_identity(state: _FileState, stripped: Stripped) -> None:
     scan = state.scan
+    if stripped.label is not None and (
+        stripped.local_rank is not None or (not stripped.rank_from_label and stripped.rank != stripped.label)
+    ):
+        state.labels_are_launchers = True  # `1: [rank5]:` or `1: [default1]:`: labels number launchers
+    if stripped.rank_from_label:
+        if stripped.rank is not None:
+            state.label_identity.add((stripped.rank, stripped.host, stripped.pid))
+        if stripped.host:
+            scan.hosts.add(stripped.host)
+        _note_stamp(scan, stripped)
+        return
     if stripped.host:
         scan.hosts.add(stripped.host)
         if stripped.pid is not None and stripped.rank is not None:
             scan.pid_ranks.setdefault((stripped.host, stripped.pid), stripped.rank)
         elif stripped.pid is not None and stripped.local_rank is not None:
-            state.local_pids.setdefault(stripped.local_rank, (stripped.host, stripped.pid))
+            state.local_pids.setdefault((stripped.task, stripped.local_rank), (stripped.host, stripped.pid))
     if stripped.rank is not None:
         scan.ranks.add(stripped.rank)
         if stripped.host:
             scan.rank_hosts.setdefault(stripped.rank, stripped.host)
         if stripped.local_rank is not None:
-            state.local_to_global.setdefault(stripped.local_rank, stripped.rank)
+            state.local_to_global.setdefault((stripped.task, stripped.local_rank), stripped.rank)
+    _note_stamp(scan, stripped)
+
+
+def _note_stamp(scan: FileScan, stripped: Stripped) -> None:
     if stripped.stamp and not stripped.stamp.startswith(UNKNOWN_YEAR):
         year = int(stripped.stamp[:4])
         scan.dated_years[year] = scan.dated_years.get(year, 0) + 1
@@ -200,6 +270,9 @@ def _record(
     if pattern.kind == "failure_field":
         _note_failure_field(state, fields)
         return
+    if pattern.kind == "failure_section":
+        state.failure_section, state.failure_block = fields["section"], {}
+        return
     event = Event(
         kind=pattern.kind,
         source=state.source,
@@ -212,8 +285,14 @@ def _record(
     )
     if stripped.local_rank is not None:
         event.fields["local_rank"] = str(stripped.local_rank)
+    if stripped.task is not None:
+        event.fields["task"] = str(stripped.task)
+    if stripped.rank_from_label:
+        event.fields["rank_from"] = "label"
     if pattern.kind == "worker_exit":
         _attach_failure_block(state, event)
+        if "mpi_rank" in fields:  # Open MPI names the global rank and its node
+            event.rank = int(fields["mpi_rank"])
     _keep(state, event, _fold_key(pattern, event, stripped.local_rank))
 
 
@@ -227,6 +306,7 @@ def _fold_key(pattern: Pattern, event: Event, local_rank: int | None) -> tuple[o
         local_rank,
         event.node,
         event.fields.get("pg"),
+        event.fields.get("task"),
         separator,
     )
 
@@ -238,6 +318,8 @@ def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
             state.keyed[key] = event
         return
     existing.count += 1
+    if event.kind == "progress" and elapsed_seconds(event.fields) < elapsed_seconds(existing.fields):
+        return  # a bar is kept at its longest-running state, not its last redraw
     if event.kind in _KEEP_LATEST:
         existing.line, existing.text, existing.fields, existing.stamp = (
             event.line,
@@ -271,13 +353,23 @@ def _note_failure_field(state: _FileState, fields: dict[str, str]) -> None:
 
 
 def _attach_failure_block(state: _FileState, event: Event) -> None:
-    """torchrun's ChildFailedError names rank, host and time on the lines before `exitcode`."""
+    """torchrun's ChildFailedError names rank, host and time on the lines before `exitcode`, and
+    the failure listed under "Root Cause (first observed failure)" is where the job's end began."""
     block = state.failure_block
     if "block_code" not in event.fields and "signal" not in event.fields:
         return
     if block.get("rank", "").isdigit():
         event.rank = int(block["rank"])
     event.node = event.node or _short_host(block.get("host"))
+    if state.failure_section == "Root Cause":
+        event.fields["first_failure"] = "1"
+    if event.node:
+        state.scan.hosts.add(event.node)
+    pid = event.fields.get("block_pid")
+    if event.rank is not None and event.node:
+        state.scan.rank_hosts.setdefault(event.rank, event.node)
+        if pid:
+            state.scan.pid_ranks.setdefault((event.node, int(pid)), event.rank)  # joins a kernel OOM kill
     if "time" in block:
         event.fields["time"] = block["time"]
         event.stamp = _stamp(Stripped(""), {"time": block["time"]})
@@ -285,34 +377,59 @@ def _attach_failure_block(state: _FileState, event: Event) -> None:
         event.fields["local_rank"] = block["local_rank"]
 
 
+def _settle_labels(state: _FileState) -> None:
+    """srun/mpirun labels are ranks unless some line of the file showed them numbering launchers: then
+    a line with only a label belongs to no known rank (the message may still name one)."""
+    scan = state.scan
+    if not state.labels_are_launchers:
+        for rank, host, pid in state.label_identity:
+            scan.ranks.add(rank)
+            if host:
+                scan.rank_hosts.setdefault(rank, host)
+                if pid is not None:
+                    scan.pid_ranks.setdefault((host, pid), rank)
+        return
+    for event in state.keyed.values():
+        if event.fields.pop("rank_from", None) == "label":
+            event.rank = message_rank(strip(event.text).message)
+
+
 def _apply_local_ranks(state: _FileState) -> None:
     """A line tagged only `[default3]:` belongs to the global rank other lines of the file give local 3."""
     _learn_local_ranks(state)
     for event in state.keyed.values():
         if event.rank is None and "local_rank" in event.fields:
-            event.rank = state.local_to_global.get(int(event.fields["local_rank"]))
+            event.rank = state.local_to_global.get(_local_key(event))
     for local, host_pid in state.local_pids.items():
         if local in state.local_to_global:
             state.scan.pid_ranks.setdefault(host_pid, state.local_to_global[local])
+
+
+def _local_key(event: Event) -> tuple[int | None, int]:
+    task = event.fields.get("task")
+    return (int(task) if task is not None else None, int(event.fields["local_rank"]))
 
 
 def _learn_local_ranks(state: _FileState) -> None:
     """Local → global ranks from NCCL's world communicator lines, then torchrun's arithmetic.
 
     torchrun numbers a node's workers contiguously (global = node offset + local): when every known
-    pair in a file shares one offset, the same offset names the workers that never said who they are.
+    pair of one launcher shares one offset, the same offset names the workers that never said who
+    they are. A file may hold several launchers (srun --label over torchrun): each has its own.
     """
     worlds = [e for e in state.keyed.values() if e.kind == "comm_rank" and "local_rank" in e.fields]
     widest = max((int(e.fields["nranks"]) for e in worlds), default=0)
     for event in worlds:
         if int(event.fields["nranks"]) == widest:
-            state.local_to_global.setdefault(int(event.fields["local_rank"]), int(event.fields["comm_rank"]))
-    offsets = {rank - local for local, rank in state.local_to_global.items()}
-    if len(offsets) == 1:
-        offset = offsets.pop()
-        locals_seen = {int(e.fields["local_rank"]) for e in state.keyed.values() if "local_rank" in e.fields}
-        for local in locals_seen:
-            state.local_to_global.setdefault(local, offset + local)
+            state.local_to_global.setdefault(_local_key(event), int(event.fields["comm_rank"]))
+    offsets: dict[int | None, set[int]] = {}
+    for (task, local), rank in state.local_to_global.items():
+        offsets.setdefault(task, set()).add(rank - local)
+    keys_seen = {_local_key(e) for e in state.keyed.values() if "local_rank" in e.fields}
+    for task, local in keys_seen:
+        found = offsets.get(task, set())
+        if len(found) == 1:
+            state.local_to_global.setdefault((task, local), next(iter(found)) + local)
 
 
 def _fill_file_level_identity(scan: FileScan) -> None:
@@ -322,6 +439,7 @@ def _fill_file_level_identity(scan: FileScan) -> None:
     for event in scan.events:
         if event.rank is None and only_rank is not None and event.kind not in ("srun_task", "slurm_cancel"):
             event.rank = only_rank
+            event.fields["rank_lent"] = "file"  # not said by the line itself
         if event.node is None and only_host is not None:
             event.node = only_host
     if only_host is not None:

@@ -7,13 +7,20 @@ host, and torchrun's failure report.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hyperpod_nccl.models import JobSummary, VersionGroup
 from hyperpod_nccl.rankset import compress, expand
 from hyperpod_nccl.triage.events import Event, FileScan
+
+if TYPE_CHECKING:
+    from hyperpod_nccl.triage.model import Incident
+
+ByKind = Mapping[str, list[Event]]
 
 _FRAMEWORK_ORDER = ("NeMo", "Megatron-LM", "PyTorch Lightning", "DeepSpeed", "torchrun")
 _MAP_LINES = 8  # rank-map lines listed before the summary says "and N more"
@@ -30,8 +37,10 @@ class Topology:
     rank_node: dict[int, str] = field(default_factory=dict)
     nodes: list[str] = field(default_factory=list)
     world_size: int | None = None
+    world_known: bool = False  # said by a line (process group size, nranks), not inferred from ranks seen
     pid_rank: dict[tuple[str, int], int] = field(default_factory=dict)
     bus_rank: dict[tuple[str, str], int] = field(default_factory=dict)
+    addr_node: dict[str, str] = field(default_factory=dict)  # IP address or EC2 instance id → node
 
     @property
     def world(self) -> list[int]:
@@ -41,7 +50,7 @@ class Topology:
         return self.rank_node.get(rank) if rank is not None else None
 
 
-def build_topology(scans: Iterable[FileScan], events: list[Event]) -> Topology:
+def build_topology(scans: Iterable[FileScan], by_kind: ByKind) -> Topology:
     topology = Topology()
     hosts: set[str] = set()
     for scan in scans:
@@ -51,31 +60,51 @@ def build_topology(scans: Iterable[FileScan], events: list[Event]) -> Topology:
         for rank, host in scan.rank_hosts.items():
             topology.rank_node.setdefault(rank, host)
         topology.pid_rank.update(scan.pid_ranks)
-    sizes = [int(e.fields["size"]) for e in events if e.kind == "pg_init"]
-    sizes += [int(e.fields["nranks"]) for e in events if e.kind == "comm_rank"]
-    sizes += [int(e.fields["expected"]) for e in events if e.kind == "rendezvous" and "expected" in e.fields]
+    sizes = [int(e.fields["size"]) for e in by_kind.get("pg_init", ())]
+    sizes += [int(e.fields["nranks"]) for e in by_kind.get("comm_rank", ())]
+    sizes += [int(e.fields["expected"]) for e in by_kind.get("rendezvous", ()) if "expected" in e.fields]
     world = max(sizes, default=0)
-    _learn_from_lines(topology, events, world)
-    ranks_seen = {e.rank for e in events if e.rank is not None} | set(topology.rank_node)
+    _learn_from_lines(topology, by_kind, world)
+    ranks_seen = {e.rank for events in by_kind.values() for e in events if e.rank is not None}
+    ranks_seen |= set(topology.rank_node)
     topology.world_size = world or (max(ranks_seen) + 1 if ranks_seen else None)
+    topology.world_known = bool(world)
     topology.nodes = sorted(hosts | set(topology.rank_node.values()))
+    for address, node in addresses_of_hosts(topology.nodes).items():
+        topology.addr_node.setdefault(address, node)
     return topology
 
 
-def _learn_from_lines(topology: Topology, events: list[Event], world: int) -> None:
+def _learn_from_lines(topology: Topology, by_kind: ByKind, world: int) -> None:
     """NCCL's Init COMPLETE (rank, host, GPU bus), srun's task lists, and the store's address."""
-    for event in events:
+    for event in by_kind.get("comm_rank", ()):
         fields = event.fields
-        if event.kind == "comm_rank" and event.node and int(fields["nranks"]) == world:
+        if event.node and int(fields["nranks"]) == world:
             rank = int(fields["comm_rank"])
             topology.rank_node.setdefault(rank, event.node)
             topology.bus_rank.setdefault((event.node, pci_bus(fields["bus_id"], nccl=True)), rank)
-        elif event.kind == "srun_task" and "host" in fields:
-            for rank in srun_tasks(fields["tasks"]):
-                topology.rank_node.setdefault(rank, fields["host"])
-    masters = [e.fields["master"] for e in events if e.kind == "rendezvous" and "master" in e.fields]
+    for event in by_kind.get("srun_task", ()):
+        if "host" in event.fields:
+            for rank in srun_tasks(event.fields["tasks"]):
+                topology.rank_node.setdefault(rank, event.fields["host"])
+    for event in by_kind.get("net_addr", ()):
+        if event.node:
+            topology.addr_node.setdefault(event.fields["addr"], event.node)
+    for event in by_kind.get("transport_error", ()):
+        if event.node and (own := _OWN_INSTANCE.search(event.text)):
+            topology.addr_node.setdefault(own.group(1), event.node)
+    masters = [e.fields["master"] for e in by_kind.get("rendezvous", ()) if "master" in e.fields]
     if masters and 0 not in topology.rank_node:
         topology.rank_node[0] = masters[0].split(".", 1)[0]  # MASTER_ADDR is rank 0's host
+
+
+_OWN_INSTANCE = re.compile(r"My host id: (i-[0-9a-f]+)")
+_EC2_HOST = re.compile(r"^ip-(\d+)-(\d+)-(\d+)-(\d+)$")
+
+
+def addresses_of_hosts(nodes: Iterable[str]) -> dict[str, str]:
+    """EC2 host names carry their private address: `ip-10-1-2-3` is 10.1.2.3."""
+    return {".".join(m.groups()): node for node in nodes if (m := _EC2_HOST.match(node))}
 
 
 def srun_tasks(text: str) -> list[int]:
@@ -94,21 +123,21 @@ def pci_bus(text: str, *, nccl: bool = False) -> str:
     return parts[1].lower() if len(parts) >= 3 else parts[0].lower()
 
 
-def job_summary(
-    scans: list[FileScan], events: list[Event], topology: Topology, notes: list[str]
-) -> JobSummary:
+def job_summary(incident: Incident) -> JobSummary:
+    """Call after the timeline is built: the clock's notes say which stamps were dated."""
+    topology = incident.topology
     per_node = _ranks_per_node(topology)
     counts = Counter(len(ranks) for ranks in per_node.values())
     return JobSummary(
-        framework=_framework(scans, events),
+        framework=_framework(incident.scans, incident.index.by_kind),
         world_size=topology.world_size,
         nodes=len(topology.nodes),
         ranks_per_node=counts.most_common(1)[0][0] if counts else None,
         rank_map=[f"{node}: {compress(ranks)}" for node, ranks in list(per_node.items())[:_MAP_LINES]],
         rank_map_note=_map_note(per_node),
-        resumed_from_checkpoint=any(e.kind == "resumed" for e in events),
-        versions=version_groups(events, topology),
-        notes=notes,
+        resumed_from_checkpoint="resumed" in incident.index.by_kind,
+        versions=version_groups(incident.versions),
+        notes=incident.clock.notes(),
     )
 
 
@@ -130,25 +159,36 @@ def _map_note(per_node: dict[str, list[int]]) -> str | None:
     return f"{len(per_node) - _MAP_LINES} more nodes not listed; {layout}."
 
 
-def _framework(scans: list[FileScan], events: list[Event]) -> str | None:
+def _framework(scans: list[FileScan], by_kind: ByKind) -> str | None:
     found = set().union(*(scan.frameworks for scan in scans)) if scans else set()
-    if any("local_rank" in e.fields for e in events):
+    if any("local_rank" in e.fields for events in by_kind.values() for e in events):
         found.add("torchrun")
     for name in _FRAMEWORK_ORDER:
         if name in found:
             return name if name != "torchrun" else "PyTorch (torchrun)"
-    return "PyTorch" if any(e.kind in ("pg_init", "wd_timeout", "wd_status") for e in events) else None
+    return "PyTorch" if any(kind in by_kind for kind in ("pg_init", "wd_timeout", "wd_status")) else None
 
 
-def node_versions(events: list[Event], topology: Topology) -> dict[str, dict[str, str]]:
+_VERSION_KINDS = (
+    "nccl_version",
+    "nccl_error",
+    "remote_exit",
+    "ofi_version",
+    "torch_version",
+    "wd_status",
+    "wd_timeout",
+)
+
+
+def node_versions(by_kind: ByKind, topology: Topology) -> dict[str, dict[str, str]]:
     """torch / nccl / aws_ofi_nccl per node, from banners, NCCL errors and the watchdog's wording."""
     versions: dict[str, dict[str, str]] = {}
-    for event in events:
+    for event in (e for kind in _VERSION_KINDS for e in by_kind.get(kind, ())):
         node = event.node or topology.node_of(event.rank)
         if node is None:
             continue
         found = versions.setdefault(node, {})
-        if event.kind in ("nccl_version", "nccl_error") and "version" in event.fields:
+        if event.kind in ("nccl_version", "nccl_error", "remote_exit") and "version" in event.fields:
             found.setdefault("nccl", event.fields["version"])
         elif event.kind == "ofi_version":
             found.setdefault("aws_ofi_nccl", event.fields["version"].removesuffix("-aws").removesuffix("aws"))
@@ -163,9 +203,9 @@ def node_versions(events: list[Event], topology: Topology) -> dict[str, dict[str
     return versions
 
 
-def version_groups(events: list[Event], topology: Topology) -> list[VersionGroup]:
+def version_groups(versions: dict[str, dict[str, str]]) -> list[VersionGroup]:
     by_versions: dict[tuple[str | None, ...], list[str]] = {}
-    for node, found in sorted(node_versions(events, topology).items()):
+    for node, found in sorted(versions.items()):
         key = (found.get("torch"), found.get("nccl"), found.get("aws_ofi_nccl"))
         by_versions.setdefault(key, []).append(node)
     groups = sorted(by_versions.items(), key=lambda item: -len(item[1]))

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from hyperpod_nccl.models import TimelineEvent
-from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event, FileScan
-from hyperpod_nccl.triage.fatal import Meaning
 from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR
-from hyperpod_nccl.triage.rank_state import RankState
+
+if TYPE_CHECKING:
+    from hyperpod_nccl.triage.model import Incident
 
 
 class Clock:
@@ -61,11 +62,11 @@ def iso(moment: datetime | None) -> str | None:
 
 def earliest(events: Iterable[Event], clock: Clock) -> Event | None:
     """The event that happened first: by time where known, else by file and line."""
-    ordered = sorted(events, key=lambda e: _order_key(e, clock))
+    ordered = sorted(events, key=lambda e: order_key(e, clock))
     return ordered[0] if ordered else None
 
 
-def _order_key(event: Event, clock: Clock) -> tuple[int, datetime, str, int]:
+def order_key(event: Event, clock: Clock) -> tuple[int, datetime, str, int]:
     moment = clock.at(event.stamp)
     return (0 if moment else 1, moment or datetime.max, event.source, event.line)
 
@@ -98,35 +99,28 @@ TIMELINE_LIMIT = 12
 _CULPRITS_FOLLOWED = 4
 
 
-def build_timeline(
-    groups: dict[str, tuple[Meaning, list[Event]]],
-    states: dict[int, RankState],
-    verdict: Classification,
-    fired: Event | None,
-    culprits: list[int],
-    clock: Clock,
-) -> list[TimelineEvent]:
+def build_timeline(incident: Incident, culprits: list[int]) -> list[TimelineEvent]:
     """First occurrence of each event (with how many ranks saw it), the stuck collective's start,
     the first watchdog, and every event's first occurrence on the culprit ranks."""
+    clock = incident.clock
     entries: list[TimelineEvent] = []
-    for meaning, found in groups.values():
-        first = earliest(found, clock)
-        ranks = {e.rank for e in found if e.rank is not None}
+    for group in incident.groups.values():
+        first = earliest(group.events, clock)
+        ranks = {e.rank for e in group.events if e.rank is not None}
         if first is not None:
             spread = f" ({len(ranks)} ranks)" if len(ranks) > 1 else ""
-            entries.append(entry(first, clock, f"first {meaning.title}{spread}"))
-    entries += _watchdog_entries(states, verdict, fired, clock)
+            entries.append(entry(first, clock, f"first {group.meaning.title}{spread}"))
+    entries += _watchdog_entries(incident)
     seen = {e.source for e in entries}
-    for extra in _culprit_entries(groups, states, culprits[:_CULPRITS_FOLLOWED], clock):
+    for extra in _culprit_entries(incident, culprits[:_CULPRITS_FOLLOWED]):
         if extra.source not in seen:  # a line already in the timeline is not repeated per rank
             entries.append(extra)
             seen.add(extra.source)
     return ordered(entries, TIMELINE_LIMIT)
 
 
-def _watchdog_entries(
-    states: dict[int, RankState], verdict: Classification, fired: Event | None, clock: Clock
-) -> list[TimelineEvent]:
+def _watchdog_entries(incident: Incident) -> list[TimelineEvent]:
+    fired, verdict, clock = incident.fired, incident.verdict, incident.clock
     if fired is None:
         return []
     found = []
@@ -139,25 +133,21 @@ def _watchdog_entries(
                 event=f"stuck collective issued (watchdog time − {verdict.timeout_ms} ms timeout)",
             )
         )
-    count = sum(1 for s in states.values() if s.watchdog == "fired")
+    count = sum(1 for s in incident.states.values() if s.watchdog == "fired")
     found.append(
         entry(fired, clock, f"first watchdog fired ({count} ranks fired, {len(verdict.notified)} notified)")
     )
     return found
 
 
-def _culprit_entries(
-    groups: dict[str, tuple[Meaning, list[Event]]],
-    states: dict[int, RankState],
-    culprits: list[int],
-    clock: Clock,
-) -> list[TimelineEvent]:
+def _culprit_entries(incident: Incident, culprits: list[int]) -> list[TimelineEvent]:
+    clock, states = incident.clock, incident.states
     found = []
     for rank in culprits:
-        for meaning, events in groups.values():
-            first = earliest([e for e in events if e.rank == rank], clock)
+        for group in incident.groups.values():
+            first = earliest([e for e in group.events if e.rank == rank], clock)
             if first is not None:
-                found.append(entry(first, clock, f"rank {rank}: {meaning.title}"))
+                found.append(entry(first, clock, f"rank {rank}: {group.meaning.title}"))
         if rank in states and (state_line := states[rank].decisive_event):
             found.append(entry(state_line, clock, f"rank {rank}: {state_line.kind.replace('_', ' ')}"))
     return found

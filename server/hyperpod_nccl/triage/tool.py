@@ -38,11 +38,14 @@ async def triage_logs(
     FAIL/WARN pointer before suggesting a fix.
     """
     from hyperpod_nccl.triage.discover import unusable_reason
-    from hyperpod_nccl.triage.engine import run_triage
+    from hyperpod_nccl.triage.engine import nothing_read, run_triage
 
     logs = [Path(log_dir)]
     storage = [Path(storage_log_dir)] if storage_log_dir else []
     reason = unusable_reason(logs, storage)
     if reason:
         raise ToolError(reason)
-    return await anyio.to_thread.run_sync(run_triage, logs, storage)
+    report = await anyio.to_thread.run_sync(run_triage, logs, storage)
+    if reason := nothing_read(report):
+        raise ToolError(reason)
+    return report

@@ -12,6 +12,8 @@ import re
 from hyperpod_nccl.models import Finding, Priority, Status
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.findings import evidence
+from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.rules.outcome import Outcome
 from hyperpod_nccl.triage.summary import Topology
 
 _COUNTER = re.compile(r"\b(err\.[\w.]+\.n):(\d+)")
@@ -21,11 +23,11 @@ def counters(text: str) -> dict[str, int]:
     return {name: int(value) for name, value in _COUNTER.findall(text)}
 
 
-def counter_findings(events: list[Event], topology: Topology) -> list[Finding]:
+def ais_counters(incident: Incident) -> Outcome:
     by_daemon: dict[str, list[Event]] = {}
-    for event in events:
-        if event.kind == "ais_stats":
-            by_daemon.setdefault(event.source, []).append(event)
+    for event in incident.index.kind("ais_stats"):
+        by_daemon.setdefault(event.source, []).append(event)
+    topology = incident.topology
     findings = []
     for source, stats in sorted(by_daemon.items()):
         first, last = min(stats, key=lambda e: e.line), max(stats, key=lambda e: e.line)
@@ -35,7 +37,7 @@ def counter_findings(events: list[Event], topology: Topology) -> list[Finding]:
         }
         if rises:
             findings.append(_finding(source, rises, [first, last], topology))
-    return findings
+    return Outcome(findings)
 
 
 def _finding(source: str, rises: dict[str, int], lines: list[Event], topology: Topology) -> Finding:

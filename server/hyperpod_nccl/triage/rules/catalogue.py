@@ -1,0 +1,95 @@
+"""The catalogue rule: every meaning the lines carry (`fatal.py`) is one finding, and each meaning
+that can start a failure is one origin candidate, refined by its family's origin rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hyperpod_nccl.models import Category, Finding, Status
+from hyperpod_nccl.triage.events import Event
+from hyperpod_nccl.triage.fatal import Meaning, cuda_oom_figures
+from hyperpod_nccl.triage.findings import decisive, event_ranks, evidence, listed, scope
+from hyperpod_nccl.triage.model import Group, Incident
+from hyperpod_nccl.triage.root_cause import Candidate
+from hyperpod_nccl.triage.rules.fabric import never_worked
+from hyperpod_nccl.triage.rules.origin import ORIGIN_REFINERS, Refiner
+from hyperpod_nccl.triage.rules.outcome import Outcome
+
+_KILL_IDS = frozenset({"triage.host.sigkill"})
+# After a candidate is proposed: who began the failure (origin.py), and whether a fabric error
+# means a fabric that never worked (fabric.py).
+REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked)
+
+
+def catalogue(incident: Incident) -> Outcome:
+    outcome = Outcome()
+    for group in incident.groups.values():
+        outcome.findings.append(catalogue_finding(group, incident))
+        found = _catalogue_candidate(group, incident)
+        if found is not None:
+            outcome.candidates.append(found)
+    return outcome
+
+
+def catalogue_finding(group: Group, incident: Incident) -> Finding:
+    meaning, events = group.meaning, group.events
+    ranks = sorted({e.rank for e in events if e.rank is not None})
+    nodes = sorted({n for e in events if (n := e.node or incident.node_of(e.rank))})
+    lines = sum(e.count for e in events)
+    detail = f"Seen {lines} time{'s' if lines > 1 else ''}" + (
+        f" on {scope(ranks, nodes)}" if ranks or nodes else ""
+    )
+    first = incident.first(events)
+    if meaning.id == "triage.gpu.cuda_oom" and first is not None and "tried" in first.fields:
+        detail += f"; {cuda_oom_figures(first)}"
+    if meaning.category is None and meaning.status == Status.INFO:
+        detail += ". A consequence or noise, not the cause."
+    return Finding(
+        id=meaning.id,
+        status=meaning.status,
+        priority=meaning.priority,
+        title=meaning.title,
+        reference=meaning.reference,
+        detail=detail + ("" if detail.endswith(".") else "."),
+        ranks=listed(ranks),
+        nodes=nodes[:16],
+        evidence=[evidence(e, incident.topology) for e in decisive(events, incident.clock)],
+    )
+
+
+def _catalogue_candidate(group: Group, incident: Incident) -> Candidate | None:
+    meaning, events = group.meaning, group.events
+    if meaning.category is None or meaning.weight == 0:
+        return None
+    verdict = incident.verdict
+    suspects = set(verdict.culprits) if verdict.verdict in ("straggler", "silent") else set()
+    ranks = set().union(*(event_ranks(e) for e in events))
+    if meaning.id in _KILL_IDS and verdict.waiting:
+        # SIGKILL also ends survivors; it only marks the origin on a rank that never entered.
+        ranks &= suspects
+        if not ranks:
+            return None
+        events = [e for e in events if event_ranks(e) & ranks]
+    found = candidate_of(meaning, events, ranks, incident)
+    for refiner in REFINERS:
+        refiner(found, group, incident)
+    return found
+
+
+def candidate_of(
+    meaning: Meaning, events: list[Event], ranks: Iterable[int], incident: Incident
+) -> Candidate:
+    """A candidate blaming `ranks` (and the nodes of the events) for `meaning`, dated by its first line."""
+    first = incident.first(events)
+    nodes = {e.node for e in events if e.node} | set(incident.nodes_of(ranks))
+    return Candidate(
+        category=meaning.category or Category.UNKNOWN,
+        weight=meaning.weight,
+        title=meaning.title,
+        ranks=sorted(set(ranks)),
+        nodes=sorted(nodes),
+        first=first,
+        when=incident.at(first),
+        confidence="high" if meaning.weight >= 75 else "medium",
+        finding_id=meaning.id,
+    )

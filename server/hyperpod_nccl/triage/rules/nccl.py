@@ -1,0 +1,246 @@
+"""The cross-rank NCCL rule: the verdict of comparing every rank's watchdog state (`classify`) as
+one finding and one origin candidate — the straggler, the silent ranks, the minority of a
+collective mismatch, every rank inside, or ranks whose logs are missing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hyperpod_nccl.models import BlastRadius, Category, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.rankset import compress
+from hyperpod_nccl.triage.classify import Classification
+from hyperpod_nccl.triage.events import Event
+from hyperpod_nccl.triage.findings import MAX_EVIDENCE, evidence, listed
+from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.root_cause import Candidate, Confidence
+from hyperpod_nccl.triage.rules.outcome import Outcome
+from hyperpod_nccl.triage.timeline import collective_start
+
+_STALL_WEIGHT, _SILENT_WEIGHT, _MISMATCH_WEIGHT, _ALL_INSIDE_WEIGHT = 57, 52, 88, 40
+
+# Verdict → (category, weight, title, confidence, finding id) of the cross-rank NCCL candidate.
+_VERDICTS: dict[str, tuple[Category, int, str, Confidence, str]] = {
+    "mismatch": (
+        Category.COLLECTIVE_MISMATCH,
+        _MISMATCH_WEIGHT,
+        "Ranks issued different collectives",
+        "high",
+        "triage.nccl.collective_mismatch",
+    ),
+    "straggler": (
+        Category.DATA_LOADING_STALL,
+        _STALL_WEIGHT,
+        "Stuck outside NCCL (data loading / training loop) while the others waited",
+        "high",
+        "triage.nccl.straggler",
+    ),
+    "silent": (
+        Category.DATA_LOADING_STALL,
+        _SILENT_WEIGHT,
+        "Left no watchdog line while the others waited (stuck outside NCCL, or died silently)",
+        "medium",
+        "triage.nccl.silent_ranks",
+    ),
+    "incomplete": (
+        Category.UNKNOWN,
+        20,
+        "The ranks the others waited for left no line in the input, or their logs could not be read",
+        "low",
+        "triage.input.missing_ranks",
+    ),
+    "all_inside": (
+        Category.NETWORK,
+        _ALL_INSIDE_WEIGHT,
+        "Every rank was inside the collective and it could not complete",
+        "medium",
+        "triage.nccl.all_inside",
+    ),
+}
+
+
+def nccl_verdict(incident: Incident) -> Outcome:
+    verdict = incident.verdict
+    builder = _FINDINGS.get(verdict.verdict)
+    outcome = Outcome()
+    if builder is not None:
+        outcome.findings.append(builder(incident))
+    if verdict.rank0_ahead and 0 in incident.states:
+        outcome.findings.append(_rank0_ahead(incident))
+    candidate = _candidate(incident)
+    if candidate is not None:
+        outcome.candidates.append(candidate)
+    return outcome
+
+
+def _candidate(incident: Incident) -> Candidate | None:
+    verdict = incident.verdict
+    if verdict.verdict not in _VERDICTS:
+        return None
+    category, weight, title, confidence, finding_id = _VERDICTS[verdict.verdict]
+    culprits = verdict.culprits
+    if verdict.verdict == "silent":  # ranks that ran at some point, rather than never-started ones
+        culprits = [r for r in culprits if incident.node_of(r)] or culprits
+    states, fired = incident.states, incident.fired
+    return Candidate(
+        category=category,
+        weight=weight,
+        title=title,
+        ranks=culprits,
+        nodes=incident.nodes_of(culprits),
+        first=next((e for r in culprits if r in states for e in states[r].witness_events), fired),
+        when=collective_start(incident.at(fired), verdict.timeout_ms),
+        confidence=confidence,
+        finding_id=finding_id,
+    )
+
+
+def collective_name(verdict: Classification) -> str:
+    signature = verdict.stuck_signature
+    op = signature[0] if signature and signature[0] else "collective"
+    return f"{op} SeqNum {verdict.stuck_seq}" if verdict.stuck_seq is not None else op
+
+
+def _who(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {compress(ranks)}"
+
+
+def _issued(signature: tuple[str | None, int | None, int | None]) -> str:
+    op, numel_in, numel_out = signature
+    sizes = f" NumelIn={numel_in} NumelOut={numel_out}" if numel_in is not None else ""
+    return f"{op}{sizes}"
+
+
+def _waiting_witness(incident: Incident) -> list[Event]:
+    for rank in incident.verdict.waiting:
+        state = incident.states[rank]
+        event = state.timeout_event or state.decisive_event
+        if event is not None:
+            return [event]
+    return []
+
+
+def _nodes(ranks: list[int], incident: Incident) -> list[str]:
+    return incident.nodes_of(ranks)[:16]
+
+
+def _straggler(incident: Incident) -> Finding:
+    verdict, topology = incident.verdict, incident.topology
+    culprits = verdict.culprits
+    lines = [e for r in culprits for e in incident.states[r].witness_events][:MAX_EVIDENCE]
+    return Finding(
+        id="triage.nccl.straggler",
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"Rank {compress(culprits)} never entered {collective_name(verdict)}; {len(verdict.waiting)} "
+        "ranks waited for it",
+        reference="debugging-guide.md § 1",
+        detail="Its last enqueued work equals its last completed work: nothing was in flight, it was stuck "
+        "outside NCCL (data loading or the training loop) while the others waited inside the collective.",
+        ranks=listed(culprits),
+        nodes=_nodes(culprits, incident),
+        evidence=[evidence(e, topology) for e in lines + _waiting_witness(incident)],
+        suggested_commands=[
+            SuggestedCommand(
+                command=f"py-spy dump --pid <pid of rank {culprits[0]}>",
+                why="shows where the straggler's Python stack is stuck if the job hangs again",
+                blast_radius=BlastRadius.READ_ONLY,
+            )
+        ],
+    )
+
+
+def _silent(incident: Incident) -> Finding:
+    verdict = incident.verdict
+    silent = verdict.culprits
+    return Finding(
+        id="triage.nccl.silent_ranks",
+        status=Status.WARN,
+        priority=Priority.P1,
+        title=f"{len(silent)} rank{'s' if len(silent) > 1 else ''} left no watchdog line while "
+        f"{len(verdict.waiting)} timed out in {collective_name(verdict)}",
+        reference="debugging-guide.md § 1",
+        detail=f"Silent ranks: {compress(silent)}. They were killed, crashed, never started, or were stuck "
+        "outside NCCL on a PyTorch too old to report it.",
+        ranks=listed(silent),
+        nodes=_nodes(silent, incident),
+        evidence=[evidence(e, incident.topology) for e in _waiting_witness(incident)],
+    )
+
+
+def _incomplete(incident: Incident) -> Finding:
+    verdict = incident.verdict
+    parts = []
+    if verdict.absent:
+        parts.append(f"Absent ranks: {compress(verdict.absent)}")
+    if verdict.unread:
+        parts.append(f"Ranks whose logs could not be read wholly: {compress(verdict.unread)}")
+    missing = len(verdict.absent) + len(verdict.unread)
+    if not parts:
+        parts.append("The other ranks of the job left no line in the input (its size is not known)")
+    whose = f"Logs of {missing} ranks are" if missing else "The other ranks' logs are"
+    waiting = f"{len(verdict.waiting)} rank{'s' if len(verdict.waiting) > 1 else ''}"
+    return Finding(
+        id="triage.input.missing_ranks",
+        status=Status.WARN,
+        priority=Priority.P1,
+        title=f"{whose} missing or unreadable, and {waiting} timed out waiting in {collective_name(verdict)}",
+        reference="debugging-guide.md § 1",
+        detail=f"{'; '.join(parts)}. The rank that never entered the collective may be among them: add "
+        "every node's log files (readable) and run the triage again.",
+        evidence=[evidence(e, incident.topology) for e in _waiting_witness(incident)],
+    )
+
+
+def _mismatch(incident: Incident) -> Finding:
+    verdict = incident.verdict
+    groups = sorted(verdict.mismatched.items(), key=lambda item: len(item[1]))
+    shown = "; ".join(f"{_who(ranks)}: {_issued(signature)}" for signature, ranks in groups[:4])
+    witnesses = [incident.states[ranks[0]].timeout_event for _, ranks in groups[:MAX_EVIDENCE]]
+    return Finding(
+        id="triage.nccl.collective_mismatch",
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"Ranks issued different collectives at SeqNum {verdict.stuck_seq}",
+        reference="debugging-guide.md § 2",
+        detail=f"{shown}. A code or configuration bug, not a slow rank.",
+        ranks=listed(verdict.culprits),
+        nodes=_nodes(verdict.culprits, incident),
+        evidence=[evidence(e, incident.topology) for e in witnesses if e],
+    )
+
+
+def _all_inside(incident: Incident) -> Finding:
+    verdict = incident.verdict
+    return Finding(
+        id="triage.nccl.all_inside",
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"All {len(verdict.waiting)} ranks were inside {collective_name(verdict)} and none was missing",
+        reference="debugging-guide.md § 3",
+        detail="No straggler and no silent rank: the collective itself could not complete (fabric, NIC or "
+        "transport).",
+        evidence=[evidence(e, incident.topology) for e in _waiting_witness(incident)],
+    )
+
+
+def _rank0_ahead(incident: Incident) -> Finding:
+    root = incident.states[0]
+    return Finding(
+        id="triage.nccl.rank0_ahead",
+        status=Status.INFO,
+        priority=Priority.P2,
+        title="Rank 0 is ahead of the others (broadcast root finished its send side)",
+        reference="debugging-guide.md § 1",
+        detail=f"Rank 0 completed work {root.completed}; it is the root, not a culprit.",
+        ranks=[0],
+        evidence=[evidence(e, incident.topology) for e in [root.decisive_event] if e],
+    )
+
+
+_FINDINGS: dict[str, Callable[[Incident], Finding]] = {
+    "straggler": _straggler,
+    "silent": _silent,
+    "incomplete": _incomplete,
+    "mismatch": _mismatch,
+    "all_inside": _all_inside,
+}

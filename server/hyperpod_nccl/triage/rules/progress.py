@@ -1,0 +1,83 @@
+"""A rank busy outside NCCL: its progress bar was still running when the collective timed out.
+
+Console pastes show it. The other ranks' watchdogs fire after the NCCL timeout while one rank's
+tqdm bar — tokenising, indexing or mapping a dataset — has been running about as long and is not
+finished. That rank never entered the collective: a data-loading stall, whichever rank printed
+the bar (bars usually carry no rank prefix).
+"""
+
+from __future__ import annotations
+
+from hyperpod_nccl.models import Category, Finding, Priority, Status
+from hyperpod_nccl.triage.events import Event
+from hyperpod_nccl.triage.findings import evidence, listed
+from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.patterns import elapsed_seconds
+from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
+
+BUSY_ID = "triage.nccl.busy_outside_nccl"
+_WEIGHT = 56  # above "silent ranks" (whose culprits it keeps), below a straggler's own watchdog state
+_LONG_ENOUGH = 0.5  # of the timeout: a bar that ran this long was no short pause
+_OUTLASTED = 0.9
+
+
+def _elapsed(event: Event) -> int:
+    return elapsed_seconds(event.fields)
+
+
+def _own_rank(event: Event) -> int | None:
+    """The rank the line itself names; a rank lent by the file it sits in may be another process's."""
+    return None if "rank_lent" in event.fields else event.rank
+
+
+def busy_outside_nccl(incident: Incident) -> Outcome:
+    verdict = incident.verdict
+    timeout_ms = verdict.timeout_ms or max(
+        (int(e.fields["timeout_ms"]) for e in incident.index.kind("wd_timeout") if "timeout_ms" in e.fields),
+        default=0,
+    )
+    waiting = set(verdict.waiting) | {r for r, s in incident.states.items() if s.watchdog == "fired"}
+    if not timeout_ms or not waiting:
+        return Outcome()
+    bars = [
+        e
+        for e in incident.index.kind("progress")
+        if int(e.fields.get("pct", "100")) < 100
+        and _own_rank(e) not in waiting
+        and _elapsed(e) >= _LONG_ENOUGH * timeout_ms / 1000
+    ]
+    if not bars:
+        return Outcome()
+    bar = max(bars, key=_elapsed)
+    ranks = sorted({r for e in bars if (r := _own_rank(e)) is not None})
+    if not ranks and verdict.verdict in ("silent", "straggler"):
+        ranks = list(verdict.culprits)
+    minutes, timeout_min = _elapsed(bar) / 60, timeout_ms / 60_000
+    outlasted = _elapsed(bar) >= _OUTLASTED * timeout_ms / 1000
+    witness = incident.first(
+        e for r in waiting if r in incident.states for e in incident.states[r].witness_events
+    )
+    finding = Finding(
+        id=BUSY_ID,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"A rank was still busy outside NCCL ({minutes:.0f} min into an unfinished progress bar) when "
+        f"the collective timed out after {timeout_min:.0f} min",
+        reference="debugging-guide.md § 1",
+        detail="The other ranks waited inside the collective while this work ran on the CPU side (dataset "
+        "tokenisation, indexing or mapping): do it before the process group's first collective, on every "
+        "rank or cached, or raise the NCCL timeout for that phase.",
+        ranks=listed(ranks),
+        nodes=incident.nodes_of(ranks),
+        evidence=[evidence(e, incident.topology) for e in [bar, witness] if e is not None],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.DATA_LOADING_STALL,
+        weight=_WEIGHT,
+        title="Still busy outside NCCL (a long CPU-side step with a progress bar) while the others waited",
+        ranks=ranks,
+        first=bar,
+        confidence="high" if outlasted else "medium",
+    )

@@ -1,0 +1,183 @@
+"""Never silent on a visible failure (issue 16 item 1).
+
+When the input shows a failure — a traceback, an NCCL error or WARN, a watchdog line, a non-zero
+exit, a kill — and no rule established its cause, the root cause is `unknown` (confidence low),
+naming the earliest abnormal event with its evidence, and a FAIL finding says what was seen and
+which references fit. When the input shows no failure signature at all, a PASS finding says what
+was looked for, so "nothing is wrong" never reads like "a failure I did not understand".
+"""
+
+from __future__ import annotations
+
+from hyperpod_nccl.models import Category, Finding, Priority, Status
+from hyperpod_nccl.triage.events import Event
+from hyperpod_nccl.triage.fatal import exit_code
+from hyperpod_nccl.triage.findings import evidence, listed
+from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
+from hyperpod_nccl.triage.timeline import order_key
+
+UNKNOWN_ID = "triage.unknown.failure"
+CLEAN_ID = "triage.clean"
+_UNKNOWN_WEIGHT = 1  # any established cause wins over "a failure was seen"
+_MAX_WITNESSES = 4
+
+# Kind → (what it is, the reference that fits). Lines that may start a failure come first: the
+# earliest of them is named before the earliest consequence (a SIGTERM, the watchdog abort).
+_PRIMARY: dict[str, tuple[str, str]] = {
+    "nccl_warn": ("an NCCL WARN line", "debugging-guide.md § 3"),
+    "nccl_error": ("an NCCL error raised to Python", "debugging-guide.md § 3"),
+    "remote_exit": ("NCCL: remote process exited or network error", "debugging-guide.md § 3"),
+    "transport_error": ("a transport error", "debugging-guide.md § 3"),
+    "exception": ("a Python exception", "debugging-guide.md § 15"),
+    "traceback": ("a Python traceback", "debugging-guide.md § 15"),
+    "cuda_error": ("a CUDA error", "debugging-guide.md § 20"),
+    "async_error": ("an NCCL async error on a collective", "debugging-guide.md § 3"),
+    "heartbeat": ("the watchdog's heartbeat monitor", "debugging-guide.md § 1"),
+    "nccl_failure": ("an NCCL call that failed (nccl-tests)", "performance-testing.md § 5"),
+    "crash": ("a process crash (abort or segmentation fault)", "debugging-guide.md § 15"),
+    "store_connect": ("a failed connection to the c10d store", "debugging-guide.md § 7"),
+}
+_CONSEQUENCES: dict[str, tuple[str, str]] = {
+    "wd_timeout": ("a watchdog collective timeout", "debugging-guide.md § 1"),
+    "wd_status": ("a watchdog failure report", "debugging-guide.md § 1"),
+    "wd_frame": ("the watchdog's C++ stack after a collective timeout", "debugging-guide.md § 1"),
+    "dump_first": ("a watchdog dump signal", "debugging-guide.md § 1"),
+    "take_down": ("the watchdog taking the process down", "debugging-guide.md § 1"),
+    "nccl_aborted": ("an aborted NCCL communicator", "debugging-guide.md § 3"),
+    "socket_closed": ("NCCL connections closed by a peer", "debugging-guide.md § 3"),
+    "worker_exit": (
+        "a worker exit with an error code or signal (torchrun's first observed failure when it names one)",
+        "debugging-guide.md § 1",
+    ),
+    "srun_task": ("an srun task that failed", "debugging-guide.md § 16"),
+    "slurm_cancel": ("a Slurm cancellation", "debugging-guide.md § 16"),
+    "slurm_failed": ("a Slurm step that failed", "debugging-guide.md § 16"),
+    "sigterm": ("a termination signal", "debugging-guide.md § 1"),
+    "dataloader_exit": ("a DataLoader worker that exited", "debugging-guide.md § 17"),
+}
+LOOKED_FOR = (
+    "watchdog timeouts and dump signals, NCCL errors and WARN lines, transport errors (EFA, libfabric, "
+    "IB, sockets), Python tracebacks and exceptions, CUDA errors and out-of-memory, GPU Xid / ECC / "
+    "fallen-off-the-bus lines, OOM kills and SIGKILL, non-zero worker exits, srun task failures, "
+    "Slurm cancellations, rendezvous and store timeouts, storage and data errors"
+)
+
+
+def abnormal_events(incident: Incident) -> tuple[list[Event], list[Event]]:
+    """(lines that may start a failure, lines that follow one) among everything read."""
+    primary = [e for e in incident.index.kind(*_PRIMARY) if _failed(e)]
+    following = [e for e in incident.index.kind(*_CONSEQUENCES) if _failed(e)]
+    return primary, following
+
+
+def _failed(event: Event) -> bool:
+    if event.kind == "worker_exit":
+        return (exit_code(event) or 0) != 0
+    if event.kind == "srun_task":
+        status = event.fields.get("status", "")
+        return not status.endswith("exit code 0")
+    return True
+
+
+def unexplained_failure(incident: Incident) -> Outcome:
+    primary, following = abnormal_events(incident)
+    # torchrun names the worker whose failure came first: that is where to look, before any line.
+    named = [
+        e for e in incident.index.kind("worker_exit") if e.fields.get("first_failure") and e.rank is not None
+    ]
+    first = incident.first(named) or incident.first(primary) or incident.first(following)
+    if first is None:
+        return Outcome()
+    if first.kind == "sigterm" and "death" in first.fields:
+        return _stopped_from_outside(incident, first)
+    what, reference = (_PRIMARY | _CONSEQUENCES)[first.kind]
+    witnesses = _witnesses(incident, first, primary + following)
+    ranks = [first.rank] if first.rank is not None else []
+    nodes = [node] if (node := first.node or incident.node_of(first.rank)) else []
+    seen = _what_was_seen(primary + following)
+    references = sorted({(_PRIMARY | _CONSEQUENCES)[e.kind][1] for e in witnesses})
+    finding = Finding(
+        id=UNKNOWN_ID,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"A failure was seen but its cause is not established; the earliest sign is {what}",
+        reference=reference,
+        detail=f"Seen: {seen}. No rule recognised the origin; the earliest abnormal line is quoted first. "
+        f"References that fit: {', '.join(references)}.",
+        ranks=listed(ranks),
+        nodes=nodes,
+        evidence=[evidence(e, incident.topology) for e in witnesses],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.UNKNOWN,
+        weight=_UNKNOWN_WEIGHT,
+        title=f"Cause not established; the earliest sign of the failure is {what}",
+        ranks=ranks,
+        first=first,
+        confidence="low",
+        nodes=nodes,
+    )
+
+
+def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
+    """The launcher itself was sent SIGTERM before anything failed: someone or something outside the
+    job stopped it (scancel, a pod deleted or evicted, a preemption, a time limit)."""
+    finding = Finding(
+        id="triage.infra.terminated",
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title="The job was stopped from outside: its launcher received SIGTERM before any failure showed",
+        reference="debugging-guide.md § 16",
+        detail="Nothing in the logs failed before the launcher was told to shut down: look at the "
+        "scheduler (scancel, time limit, preemption) or Kubernetes (pod deleted, evicted, node drained) for "
+        "who sent it.",
+        nodes=[n for n in [signal.node or incident.node_of(signal.rank)] if n],
+        evidence=[evidence(signal, incident.topology)],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.INFRASTRUCTURE,
+        weight=_UNKNOWN_WEIGHT,
+        title="Stopped from outside (the launcher received SIGTERM) before any failure showed",
+        ranks=[],
+        first=signal,
+        confidence="low",
+        nodes=[],
+    )
+
+
+def _witnesses(incident: Incident, first: Event, events: list[Event]) -> list[Event]:
+    """The first abnormal line, then the first line of each other kind, earliest first."""
+    chosen = [first]
+    kinds = {first.kind}
+    for event in sorted(events, key=lambda e: order_key(e, incident.clock)):
+        if event.kind not in kinds and len(chosen) < _MAX_WITNESSES:
+            chosen.append(event)
+            kinds.add(event.kind)
+    return chosen
+
+
+def _what_was_seen(events: list[Event]) -> str:
+    counts: dict[str, int] = {}
+    for event in events:
+        counts[event.kind] = counts.get(event.kind, 0) + event.count
+    names = _PRIMARY | _CONSEQUENCES
+    return "; ".join(
+        f"{names[kind][0]} ×{count}" for kind, count in sorted(counts.items(), key=lambda i: -i[1])
+    )
+
+
+def clean_statement(incident: Incident) -> Finding:
+    reading = incident.reading
+    return Finding(
+        id=CLEAN_ID,
+        status=Status.PASS,
+        title="No failure signature in the logs",
+        reference="debugging-guide.md § 1",
+        detail=f"Read {reading.lines_read} lines in {reading.files_read} files and looked for {LOOKED_FOR}: "
+        "none was found.",
+    )
