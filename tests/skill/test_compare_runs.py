@@ -102,7 +102,9 @@ def test_a_rerun_on_the_same_nodes_fixes_what_its_logs_could_show_and_leaves_the
 ) -> None:
     rerun = run_triage([_healthy_run(tmp_path, scenarios.slurm_hosts(4), 4243, day=3, kernel_logs=True)])
     comparison = diff_reports(host_oom, rerun)
-    assert _ids(comparison.fixed) == ["triage.host.sigkill"]
+    # What worker logs show (the kill, and the connection closures it caused on the peers) is fixed.
+    assert "triage.host.sigkill" in _ids(comparison.fixed)
+    assert all(not finding_id.startswith("triage.host.oom") for finding_id in _ids(comparison.fixed))
     # A clean report cites no line, so it cannot show its kernel logs were read: say so, never "fixed".
     assert _ids(comparison.unconfirmed) == ["triage.host.oom_killed"]
     assert comparison.summary.verdict == "inconclusive"
