@@ -63,7 +63,7 @@ async def test_from_my_job_hangs_to_the_culprit_the_section_the_rerun_and_the_bu
             },
         )
     assert bundle["path"] == str(output.resolve())
-    assert "aws s3 cp escalation.tar.gz s3://<your-bucket>/" in bundle["upload"]["command"]
+    assert "aws s3 cp escalation.tar.gz 's3://<your-bucket>/" in bundle["upload"]["command"]
     assert "cluster name or ARN" in bundle["missing"]  # logs alone do not name the cluster
     with tarfile.open(output, "r:gz") as tar:
         case = tar.extractfile("hyperpod-nccl-escalation/CASE.md").read().decode()

@@ -5,15 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from hyperpod_nccl.models import (
-    BlastRadius,
-    Evidence,
-    Finding,
-    Priority,
-    RankStateGroup,
-    Status,
-    SuggestedCommand,
-)
+from hyperpod_nccl.guard.commands import placeholder, suggest
+from hyperpod_nccl.models import Evidence, Finding, Priority, RankStateGroup, Status
 from hyperpod_nccl.rankset import compress
 from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event
@@ -190,10 +183,10 @@ def _straggler(
         nodes=_nodes_of(culprits, topology),
         evidence=[evidence(e, topology) for e in lines + _waiting_witness(verdict, states)],
         suggested_commands=[
-            SuggestedCommand(
-                command=f"py-spy dump --pid <pid of rank {culprits[0]}>",
+            suggest(
+                "py-spy dump --pid",
+                placeholder(f"pid of rank {culprits[0]}"),
                 why="shows where the straggler's Python stack is stuck if the job hangs again",
-                blast_radius=BlastRadius.READ_ONLY,
             )
         ],
     )
