@@ -17,22 +17,9 @@ from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare
 from hyperpod_nccl.diagnose.cli import add_diagnose_arguments, run_diagnose
 from hyperpod_nccl.probes.cli import add_probe_arguments, run_probe
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
+from hyperpod_nccl.serve import add_serve_arguments, run_serve
 from hyperpod_nccl.slurm.cli import add_slurm_arguments, run_slurm
 from hyperpod_nccl.triage.cli import add_triage_arguments, run_triage_command
-
-
-def _serve(args: argparse.Namespace) -> int:
-    from hyperpod_nccl.mcp_server import build_server
-
-    server = build_server()
-    if args.http is None:
-        server.run("stdio")
-        return EXIT_OK
-    host, _, port = args.http.rpartition(":")
-    if not port.isdigit():
-        raise UsageError(f"--http expects HOST:PORT or PORT, got {args.http!r}")
-    server.run("streamable-http", host=host or "127.0.0.1", port=int(port))
-    return EXIT_OK
 
 
 def _references(args: argparse.Namespace) -> int:
@@ -55,14 +42,6 @@ def _references(args: argparse.Namespace) -> int:
 
 
 Command = Callable[[argparse.Namespace], int]
-
-
-def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        help="serve streamable HTTP on HOST:PORT (HOST defaults to 127.0.0.1) instead of stdio",
-    )
 
 
 def _add_references_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # (name, help, add_arguments, run): one row per subcommand.
 COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Command]] = [
-    ("serve", "run the MCP server (stdio by default)", _add_serve_arguments, _serve),
+    ("serve", "run the MCP server (stdio by default)", add_serve_arguments, run_serve),
     ("references", "list reference sections, or print one", _add_references_arguments, _references),
     (
         "diagnose",

@@ -16,6 +16,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from hyperpod_nccl.models import Finding, Priority, Report, Status, finding_sort_key
 
+# A report is findings and summaries, never whole logs: anything this big is not one.
+MAX_REPORT_BYTES = 32 << 20
 _PRIORITY_RANK = {Priority.P0: 0, Priority.P1: 1, Priority.P2: 2}
 
 
@@ -181,9 +183,16 @@ def report_from_data(data: Any, what: str = "report") -> Report:
 def load_report(path: Path) -> Report:
     """Read a report written by `triage --json` / `diagnose --json`."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_REPORT_BYTES + 1)
+        if len(raw) > MAX_REPORT_BYTES:
+            raise UnusableReport(
+                f"{path} is larger than {MAX_REPORT_BYTES >> 20} MiB: not a hyperpod-nccl report"
+            )
+        data = json.loads(raw.decode("utf-8"))
     except OSError as error:
         raise UnusableReport(f"cannot read {path}: {error.strerror or error}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UnusableReport(f"{path} is not JSON ({error}); save a report with --json") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise UnusableReport(f"{path} is not JSON ({reason}); save a report with --json") from None
     return report_from_data(data, str(path))

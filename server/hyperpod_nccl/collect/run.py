@@ -65,6 +65,7 @@ class CollectionRun:
     start: datetime
     end: datetime
     probe_runner: Any | None = None
+    kubernetes_client: Any | None = None
 
     @property
     def cluster_ref(self) -> str:

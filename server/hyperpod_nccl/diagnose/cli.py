@@ -18,7 +18,7 @@ from hyperpod_nccl.cli_common import UsageError, checked, emit_report
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, InstanceId, JobName, Namespace, Region
-from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot
+from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot, UnusableSnapshot
 
 EXIT_FATAL = 1
 
@@ -82,6 +82,16 @@ def _options(args: argparse.Namespace) -> Any:
         raise UsageError(str(error).splitlines()[-1].strip()) from None
 
 
+def save_snapshot(snapshot: Snapshot, directory: Path) -> Path:
+    """--save-bundle DIR: a new DIR/snapshot.json, or a one-line reason."""
+    try:
+        return snapshot.save(directory)
+    except FileExistsError:
+        raise UsageError(f"{directory / SNAPSHOT_FILE} already exists; choose a new folder") from None
+    except OSError as error:
+        raise UsageError(f"cannot write {directory / SNAPSHOT_FILE}: {error.strerror or error}") from None
+
+
 class TtyProgress:
     """One progress line, rewritten in place, on a terminal; silent anywhere else."""
 
@@ -117,19 +127,16 @@ def _collect(args: argparse.Namespace) -> Snapshot | None:
     # Secrets are masked before the snapshot is written or analyzed, so a replay sees the same data.
     snapshot = redact_model(snapshot)
     if args.save_bundle:
-        path = snapshot.save(args.save_bundle)
+        path = save_snapshot(snapshot, args.save_bundle)
         print(f"hyperpod-nccl: snapshot saved to {path}", file=sys.stderr)
     return snapshot
 
 
 def _load(directory: Path) -> Snapshot:
-    path = directory / SNAPSHOT_FILE
-    if not path.is_file():
-        raise UsageError(f"{directory} is not a bundle: {SNAPSHOT_FILE} not found in it")
     try:
         return Snapshot.load(directory)
-    except ValidationError as error:
-        raise UsageError(f"{path} is not a valid snapshot: {error.errors()[0]['msg']}") from None
+    except UnusableSnapshot as error:
+        raise UsageError(str(error)) from None
 
 
 def run_diagnose(args: argparse.Namespace) -> int:

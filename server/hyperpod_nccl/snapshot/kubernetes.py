@@ -46,6 +46,18 @@ class PodLog(BaseModel):
     truncated: bool = Field(default=False, description="True when only the tail was fetched.")
 
 
+_OBJECT_LISTS = (
+    "nodes",
+    "pods",
+    "events",
+    "services",
+    "endpoints",
+    "network_policies",
+    "namespaces",
+    "daemonsets",
+)
+
+
 class KubernetesSnapshot(BaseModel):
     namespace: str | None = Field(default=None, description="The namespace scanned; None = all.")
     job: str | None = Field(default=None, description="The job the scan was scoped to, if any.")
@@ -58,6 +70,26 @@ class KubernetesSnapshot(BaseModel):
     namespaces: list[dict[str, Any]] = Field(default_factory=list)
     daemonsets: list[dict[str, Any]] = Field(default_factory=list, description="kube-system daemonsets.")
     pod_logs: list[PodLog] = Field(default_factory=list)
+
+    def drop_malformed(self) -> list[str]:
+        """Remove objects an analyzer could not read (a bundle edited by hand, or cut short), and say
+        which: each kept object has a named metadata, and pods and nodes a spec and a status."""
+        dropped: list[str] = []
+        for name in _OBJECT_LISTS:
+            kept = []
+            for index, item in enumerate(getattr(self, name)):
+                metadata = item.get("metadata") if isinstance(item, dict) else None
+                # Events are read by their fields alone; every other object by its name.
+                named = isinstance(metadata, dict) and isinstance(metadata.get("name"), str)
+                if not named and not (name == "events" and isinstance(item, dict)):
+                    dropped.append(f"kubernetes.{name}[{index}]: not a Kubernetes object (no metadata.name)")
+                    continue
+                for part in ("spec", "status") if name in ("pods", "nodes") else ():
+                    if not isinstance(item.get(part), dict):
+                        item[part] = {}
+                kept.append(item)
+            setattr(self, name, kept)
+        return dropped
 
     def training_jobs(self) -> dict[str, list[dict[str, Any]]]:
         """The pods of each training job in scope, keyed `namespace/job`."""

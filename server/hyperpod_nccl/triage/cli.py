@@ -20,6 +20,9 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="STORAGE_LOG_DIR",
         help="storage daemon logs (e.g. AIStore): a directory or .tar.gz archives",
     )
+    parser.add_argument(
+        "--follow-links", action="store_true", help="also read symlinks that point outside LOG_DIR"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_compare_argument(parser)
 
@@ -29,10 +32,10 @@ def run_triage_command(args: argparse.Namespace) -> int:
     from hyperpod_nccl.triage.engine import run_triage
 
     storage = [args.storage_log_dir] if args.storage_log_dir else []
-    reason = unusable_reason([args.log_dir], storage)
+    reason = unusable_reason([args.log_dir], storage, follow_links=args.follow_links)
     if reason:
         raise UsageError(reason)
-    report = run_triage([args.log_dir], storage)
+    report = run_triage([args.log_dir], storage, follow_links=args.follow_links)
     status = emit_report(report, args.json)
     print_comparison(report, args)
     return status

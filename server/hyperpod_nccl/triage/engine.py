@@ -59,9 +59,16 @@ _NODE_LOG_KINDS = frozenset({"xid", "sxid", "fell_off_bus", "oom_killed"})
 _NODE_LOG_NAMES = (".dmesg", "kern.log", "dmesg.log", "syslog", "messages")
 
 
-def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) -> Report:
-    """Triage worker logs (and optional storage daemon logs) into one report (kind="triage")."""
-    found = discover(log_paths, storage_paths)
+def run_triage(
+    log_paths: Sequence[Path],
+    storage_paths: Sequence[Path] = (),
+    *,
+    follow_links: bool = False,
+    boundaries: Sequence[Path] | None = None,
+) -> Report:
+    """Triage worker logs (and optional storage daemon logs) into one report (kind="triage").
+    Symlinks out of the input (or out of `boundaries`) are skipped unless `follow_links`."""
+    found = discover(log_paths, storage_paths, follow_links=follow_links, boundaries=boundaries)
     scans = scan_all(found.files)
     return analyse(scans, found.skipped)
 
