@@ -10,6 +10,7 @@ from pathlib import Path
 from hyperpod_nccl.bundle import BundleError, BundleRequest, BundleResult, create_bundle
 from hyperpod_nccl.cli_common import EXIT_OK, UsageError, argparse_type
 from hyperpod_nccl.guard.redact import redact_text
+from hyperpod_nccl.guard.text import escape_controls
 from hyperpod_nccl.guard.validate import ClusterName, JobName, Namespace, Region
 
 
@@ -53,7 +54,7 @@ def render_result(result: BundleResult) -> str:
         f"  $ {result.upload.command}",
         f"    {result.upload.why} [{result.upload.effect}; needs {result.upload.permission}]",
     ]
-    return redact_text("\n".join(lines) + "\n")
+    return redact_text("\n".join(escape_controls(line) for line in lines) + "\n")
 
 
 def run_bundle(args: argparse.Namespace) -> int:

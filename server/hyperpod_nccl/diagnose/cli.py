@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from hyperpod_nccl.cli_common import UsageError, checked, emit_report
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.guard.text import escape_controls
 from hyperpod_nccl.guard.validate import ClusterName, InstanceId, JobName, Namespace, Region
 from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot, UnusableSnapshot
 
@@ -102,7 +103,7 @@ class TtyProgress:
     def __call__(self, message: str, done: int, total: int | None) -> None:
         if self.enabled:
             count = f" ({done}/{total})" if total else ""
-            self.stream.write(f"\r\033[K{message[:100]}{count}")
+            self.stream.write(f"\r\033[K{escape_controls(message[:100])}{count}")
             self.stream.flush()
 
     def clear(self) -> None:
@@ -121,7 +122,7 @@ def _collect(args: argparse.Namespace) -> Snapshot | None:
         snapshot = collect_snapshot(options, progress=progress)
     except AwsPrerequisiteError as error:
         progress.clear()
-        print(f"hyperpod-nccl: {error}", file=sys.stderr)
+        print(f"hyperpod-nccl: {escape_controls(str(error))[:500]}", file=sys.stderr)
         return None
     progress.clear()
     # Secrets are masked before the snapshot is written or analyzed, so a replay sees the same data.

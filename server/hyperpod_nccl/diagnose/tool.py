@@ -13,7 +13,7 @@ import anyio
 from botocore.exceptions import BotoCoreError, ClientError
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from hyperpod_nccl.analyze.cloudwatch import analyze_cloudwatch
 from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
@@ -37,8 +37,16 @@ from hyperpod_nccl.snapshot.aws import (
     StreamMatches,
 )
 
+
+def _window(value: str) -> str:
+    parse_window(value)
+    return value
+
+
 Window = Annotated[
-    str, Field(pattern=r"^(\d+[smhd])+$", description="How far back to look, e.g. 30m, 2h, 1d (default 2h).")
+    str,
+    AfterValidator(_window),
+    Field(description="How far back to look, e.g. 30m, 2h, 1d (default 2h, at most 366d)."),
 ]
 _MAX_ROWS = 50
 _EVIDENCE_PER_FINDING = 3

@@ -13,6 +13,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from hyperpod_nccl.guard import ssm as ssm_guard
+
 # Every AWS operation the product may call. Only reads: Describe*/List*/Get*, log searches and
 # Logs Insights queries (which read and aggregate server-side), and the STS identity check.
 READ_OPERATIONS: Mapping[str, frozenset[str]] = {
@@ -68,13 +70,21 @@ _RETRY_CONFIG = Config(
 class ReadOnlyViolation(PermissionError):
     """Raised before a non-read AWS operation leaves the process."""
 
-    def __init__(self, service: str, operation: str) -> None:
+    def __init__(self, service: str, operation: str, why: str | None = None) -> None:
         self.service = service
         self.operation = operation
+        because = f" ({why})" if why else ""
         super().__init__(
-            f"hyperpod-nccl is read-only: refused {service}:{operation} before it was sent. "
+            f"hyperpod-nccl is read-only: refused {service}:{operation}{because} before it was sent. "
             "Suggest the command to the user instead of running it."
         )
+
+
+# Operations allowed only with parameters the guard checks itself: (params) -> why refused, or None.
+_PARAMETER_CHECKS = {
+    "StartSession": ssm_guard.start_session_refusal,
+    "TerminateSession": ssm_guard.terminate_session_refusal,
+}
 
 
 def allowed_operations(service: str, *, probe_sessions: bool = False) -> frozenset[str]:
@@ -96,9 +106,13 @@ def make_read_only_hook(service: str, *, probe_sessions: bool = False):
     """A botocore event handler that refuses every operation outside the allowlist."""
     allowed = allowed_operations(service, probe_sessions=probe_sessions)
 
-    def refuse_unless_allowed(model: Any, **_: Any) -> None:
+    def refuse_unless_allowed(model: Any, params: Any = None, **_: Any) -> None:
         if model.name not in allowed:
             raise ReadOnlyViolation(service, model.name)
+        check = _PARAMETER_CHECKS.get(model.name) if service == "ssm" else None
+        why = check(params if isinstance(params, dict) else {}) if check else None
+        if why:
+            raise ReadOnlyViolation(service, model.name, why)
 
     return refuse_unless_allowed
 
@@ -109,6 +123,8 @@ def guard_client(client: Any, *, probe_sessions: bool = False) -> Any:
     hook = make_read_only_hook(service, probe_sessions=probe_sessions)
     # Client event emitters are per client: the bare event name covers every operation.
     client.meta.events.register_first("before-parameter-build", hook)
+    if probe_sessions and service == "ssm":
+        client.meta.events.register("after-call.ssm.StartSession", ssm_guard.remember_session)
     return client
 
 

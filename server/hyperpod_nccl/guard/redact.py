@@ -6,8 +6,10 @@ data through `redact_text` / `redact_data` / `redact_model`, so no analyzer can 
 
 from __future__ import annotations
 
+import io
 import re
-from typing import Any, TypeVar
+import sys
+from typing import Any, TextIO, TypeVar
 
 from pydantic import BaseModel
 
@@ -103,3 +105,49 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 def redact_model(model: ModelT) -> ModelT:
     """A copy of a pydantic model with every string field redacted."""
     return type(model).model_validate(redact_data(model.model_dump(mode="json")))
+
+
+class RedactingStream(io.TextIOBase):
+    """A text stream (stderr) whose every line passes `redact_text` before it is written.
+
+    Installed for the whole process by `redact_stderr`, so a traceback, a warning or a log
+    record that quotes a token prints it masked, whoever wrote it."""
+
+    def __init__(self, target: TextIO) -> None:
+        super().__init__()
+        self._target = target
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        if "\n" in self._pending:
+            complete, self._pending = self._pending.rsplit("\n", 1)
+            self._target.write(redact_text(complete + "\n"))
+        if len(self._pending) > 65536:  # a progress line rewritten in place never ends with \n
+            self.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._target.write(redact_text(self._pending))
+            self._pending = ""
+        self._target.flush()
+
+    def isatty(self) -> bool:
+        return self._target.isatty()
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._target, "encoding", "utf-8")
+
+    def writable(self) -> bool:
+        return True
+
+
+def redact_stderr() -> None:
+    """Route sys.stderr (tracebacks, warnings, every logging handler made after this) through redaction."""
+    if not isinstance(sys.stderr, RedactingStream) and sys.stderr is not None:
+        sys.stderr = RedactingStream(sys.stderr)
