@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from hyperpod_nccl.cli_common import UsageError, checked, emit_report
+from hyperpod_nccl.cli_common import UsageError, checked, emit_report, path_argument
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.text import escape_controls
@@ -28,7 +28,9 @@ def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
     # Neither is allowed only with --orchestrator slurm: it then reads Slurm on this host, no AWS.
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--cluster", metavar="NAME|ARN", help="HyperPod cluster name or ARN (live)")
-    source.add_argument("--bundle", metavar="DIR", type=Path, help="replay a saved snapshot, no network")
+    source.add_argument(
+        "--bundle", metavar="DIR", type=path_argument, help="replay a saved snapshot, no network"
+    )
     parser.add_argument("--region", help="AWS region (default: $AWS_DEFAULT_REGION)")
     parser.add_argument("--namespace", metavar="NS", help="scope the Kubernetes checks to a namespace")
     parser.add_argument("--job", metavar="JOB", help="scope to a job (PyTorchJob / Job name, Slurm job id)")
@@ -38,7 +40,9 @@ def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
         "--sample-nodes", type=int, default=3, metavar="N", help="nodes to probe (0-50, default 3)"
     )
     parser.add_argument("--since", default="2h", help="CloudWatch and events window, e.g. 30m, 2h, 1d")
-    parser.add_argument("--save-bundle", metavar="DIR", type=Path, help="also write the snapshot to DIR")
+    parser.add_argument(
+        "--save-bundle", metavar="DIR", type=path_argument, help="also write the snapshot to DIR"
+    )
     parser.add_argument(
         "--kubeconfig", metavar="PATH", help="kubeconfig instead of the EKS cluster's own access"
     )

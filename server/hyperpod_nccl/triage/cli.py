@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from hyperpod_nccl.cli_common import UsageError, emit_report
+from hyperpod_nccl.cli_common import UsageError, emit_report, path_argument
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 
 
 def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "log_dir", type=Path, metavar="LOG_DIR", help="worker logs: a directory (read recursively) or a file"
+        "log_dir",
+        type=path_argument,
+        metavar="LOG_DIR",
+        help="worker logs: a directory (read recursively) or a file",
     )
     parser.add_argument(
         "storage_log_dir",
-        type=Path,
+        type=path_argument,
         nargs="?",
         metavar="STORAGE_LOG_DIR",
         help="storage daemon logs (e.g. AIStore): a directory or .tar.gz archives",
