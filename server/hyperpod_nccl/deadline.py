@@ -8,6 +8,7 @@ notification every few seconds. A call past its deadline ends with a one-line er
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import time
@@ -15,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
-import anyio.abc
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -48,6 +48,12 @@ async def _report_while_waiting(ctx: Context | None, name: str, started: float) 
             return
 
 
+def _discard(task: asyncio.Future[Any]) -> None:
+    """The outcome of a call already answered with a timeout: nobody is waiting for it."""
+    if not task.cancelled():
+        task.exception()
+
+
 def with_deadline(tool: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     """`tool` as an async tool that gives up after the server's deadline, reporting progress.
 
@@ -72,28 +78,22 @@ def with_deadline(tool: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
                 )
             )
         )
-        outcome: dict[str, Any] = {}
-
-        async def main(group: anyio.abc.TaskGroup) -> None:
-            try:
-                outcome["result"] = await call()
-            except Exception as error:  # re-raised below, outside the task group, as itself
-                outcome["error"] = error
-            group.cancel_scope.cancel()
-
+        # The tool runs as its own task: a worker thread blocked on a socket cannot be cancelled, so
+        # at the deadline the call is answered and the task is left to finish on its own.
+        task = asyncio.ensure_future(call())
         with anyio.move_on_after(deadline):
             async with anyio.create_task_group() as group:
                 if not own_context:  # a tool with its own Context reports its own progress
                     group.start_soon(_report_while_waiting, ctx, tool.__name__, started)
-                await main(group)
-        if "error" in outcome:
-            raise outcome["error"]
-        if "result" not in outcome:
+                await asyncio.wait({task})
+                group.cancel_scope.cancel()
+        if not task.done():
+            task.add_done_callback(_discard)
             raise ToolDeadlineExceeded(
                 f"{tool.__name__} did not finish within {deadline:.0f} s (the server's --tool-deadline): "
                 "an AWS or Kubernetes endpoint is slow or not answering; check access and retry"
             )
-        return outcome["result"]
+        return task.result()  # the tool's own exception, as itself
 
     signature = inspect.signature(tool, eval_str=True)
     if not own_context:

@@ -8,11 +8,14 @@ from pathlib import Path
 from mcp.client.stdio import StdioServerParameters
 
 
-def serve(*folders: Path, extra: tuple[str, ...] = ()) -> StdioServerParameters:
-    """`hyperpod-nccl serve`, reading under each of `folders` and writing bundles to the first."""
+def serve(
+    *folders: Path, extra: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> StdioServerParameters:
+    """`hyperpod-nccl serve`, reading under each of `folders` and writing bundles to the first;
+    `env` is added to the few variables the SDK passes on."""
     args = ["-m", "hyperpod_nccl", "serve", *extra]
     for folder in folders:
         args += ["--allow-dir", str(folder)]
     if folders:
         args += ["--output-dir", str(folders[0])]
-    return StdioServerParameters(command=sys.executable, args=args)
+    return StdioServerParameters(command=sys.executable, args=args, env=env)

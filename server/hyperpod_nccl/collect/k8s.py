@@ -33,8 +33,6 @@ from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot
 
 Progress = Callable[[str], None]
 _PAGE_SIZE = 500
-# (connect, read) seconds: a slow API server must not stall the whole diagnostic.
-REQUEST_TIMEOUT = (10, 60)
 _NOT_A_KUBECONFIG = (
     ConfigException,
     OSError,
@@ -129,7 +127,8 @@ def list_all(call: Callable[..., Any]) -> list[dict[str, Any]]:
         page_args: dict[str, Any] = {"limit": _PAGE_SIZE}
         if token:
             page_args["_continue"] = token
-        response = call(**page_args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+        # guard/k8s.py gives every request its (connect, read) timeouts.
+        response = call(**page_args, _preload_content=False)
         page = json.loads(response.data)
         items.extend(page.get("items") or [])
         token = (page.get("metadata") or {}).get("continue")

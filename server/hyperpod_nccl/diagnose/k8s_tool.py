@@ -187,7 +187,7 @@ class PodLogResult(BaseModel):
 
 async def _read_pod(core: CoreV1Api, pod: str, namespace: str) -> dict[str, Any]:
     response = await anyio.to_thread.run_sync(
-        lambda: core.read_namespaced_pod(pod, namespace, _preload_content=False, _request_timeout=(10, 60))
+        lambda: core.read_namespaced_pod(pod, namespace, _preload_content=False)
     )
     return json.loads(response.data)
 

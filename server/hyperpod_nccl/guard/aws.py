@@ -59,10 +59,12 @@ PROBE_SESSION_OPERATIONS: Mapping[str, frozenset[str]] = {
     "ssm": frozenset({"StartSession", "TerminateSession"}),
 }
 
-_RETRY_CONFIG = Config(
-    retries={"mode": "adaptive", "max_attempts": 6},
-    connect_timeout=10,
-    read_timeout=60,
+# Adaptive retries absorb throttling; three attempts of at most 5 s to connect and 20 s to read
+# bound one call to about a minute (six of 60 s held a silent endpoint for 423 s).
+CLIENT_CONFIG = Config(
+    retries={"mode": "adaptive", "total_max_attempts": 3},
+    connect_timeout=5,
+    read_timeout=20,
     user_agent_extra="hyperpod-nccl",
 )
 
@@ -143,5 +145,5 @@ def make_client(
     if service not in READ_OPERATIONS and service not in PROBE_SESSION_OPERATIONS:
         raise ValueError(f"hyperpod-nccl does not use the AWS service {service!r}")
     session = session or boto3.session.Session()
-    client = session.client(service, region_name=region, config=_RETRY_CONFIG)
+    client = session.client(service, region_name=region, config=CLIENT_CONFIG)
     return guard_client(client, probe_sessions=probe_sessions)
