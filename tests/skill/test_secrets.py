@@ -319,7 +319,7 @@ def test_no_cli_output_and_no_bundle_member_carries_a_planted_secret(planted: di
         assert_clean(f"`{label}` stdout", run.stdout)
         assert_clean(f"`{label}` stderr", run.stderr)
     assert MASK in runs["compare"].stdout  # the planted title reached the output, masked
-    for label in ("probe --replay", "triage"):  # the planted lines are quoted as evidence, masked
+    for label in ("probe --replay", "triage --json"):  # the planted lines are quoted as evidence, masked
         assert label not in runs or MASK in runs[label].stdout, label
     assert_bundle_clean("CLI bundle", output)
     if logs:
