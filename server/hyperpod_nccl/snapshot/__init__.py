@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hyperpod_nccl.bounded import ShortText, Text
 from hyperpod_nccl.guard.boundary import make_new_directory, write_new_file
 from hyperpod_nccl.snapshot.aws import AwsSnapshot
 from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot
@@ -32,9 +33,9 @@ class CollectionIssue(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    source: str = Field(description="What was being collected, e.g. `sagemaker:ListClusterEvents`.")
+    source: ShortText = Field(description="What was being collected, e.g. `sagemaker:ListClusterEvents`.")
     kind: Literal["access_denied", "throttled", "not_found", "unreachable", "timeout", "error", "skipped"]
-    message: str
+    message: Text
     permission: str | None = Field(default=None, description="The IAM action or RBAC verb that was missing.")
 
 

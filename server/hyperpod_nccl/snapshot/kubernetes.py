@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hyperpod_nccl.bounded import LogText
+
 # Labels training operators put on their pods, most specific first. `app` is only trusted when the
 # user named the job: in an all-namespaces scan it would also group every ordinary Deployment.
 TRAINING_JOB_LABELS = (
@@ -42,7 +44,7 @@ class PodLog(BaseModel):
     container: str
     previous: bool = False
     node: str | None = None
-    text: str = ""
+    text: LogText = ""
     truncated: bool = Field(default=False, description="True when only the tail was fetched.")
 
 
