@@ -204,7 +204,7 @@ def diagnose(snapshot: Snapshot) -> Report:
         SkippedInput(source=issue.source, reason=f"{issue.kind}: {issue.message}")
         for issue in snapshot.collection_issues
     ]
-    findings = run_analyzers(snapshot)
+    findings, unreadable = run_analyzers(snapshot)
     return Report.build(
-        "diagnose", findings, root_cause=diagnose_root_cause(findings), skipped=skipped_inputs
+        "diagnose", findings, root_cause=diagnose_root_cause(findings), skipped=skipped_inputs + unreadable
     )

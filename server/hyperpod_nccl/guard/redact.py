@@ -22,9 +22,12 @@ _SECRET_WORDS = (
     r"secret|token|passw(?:or)?d|pwd|api[_-]?key|access[_-]?key|session[_-]?key|credentials?|"
     r"private[_-]?key|auth[_-]?key|account[_-]?key|client[_-]?key|signing[_-]?key|secret[_-]?key"
 )
-_SECRET_NAME = rf"[A-Za-z0-9_.-]*(?:{_SECRET_WORDS})[A-Za-z0-9_.-]*"
+# Bounded repeats, and lookbehinds that start a name only at a name's start: an unbounded `*` on
+# both sides of the keyword backtracked quadratically over a 70 KB run of letters.
+_SECRET_NAME = rf"[A-Za-z0-9_.-]{{0,64}}(?:{_SECRET_WORDS})[A-Za-z0-9_.-]{{0,64}}"
 # Names that may hold a secret; their value is masked when it looks random (high entropy).
-_MAYBE_SECRET_NAME = r"[A-Za-z0-9_.-]*(?:key|pass|auth|cred|sig|salt|cookie|session)[A-Za-z0-9_.-]*"
+_FLAG_WORDS = _SECRET_WORDS.replace("[_-]", "-")
+_MAYBE_SECRET_NAME = r"[A-Za-z0-9_.-]{0,64}(?:key|pass|auth|cred|sig|salt|cookie|session)[A-Za-z0-9_.-]{0,64}"
 _ENTROPY_BITS = 3.5
 _ENTROPY_MIN_CHARS = 16
 
@@ -61,7 +64,7 @@ def _mask_url_password(match: re.Match[str]) -> str:
 
 
 _ASSIGNMENT = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_-])(?P<name>{_SECRET_NAME})(?P<sep>['\"]?\s*[=:]\s*)"
+    rf"(?i)(?<![A-Za-z0-9_.-])(?P<name>{_SECRET_NAME})(?P<sep>['\"]?\s*[=:]\s*)"
     r"(?:'(?P<single>[^'\n]*)'|\"(?P<double>[^\"\n]*)\"|(?P<bare>(?!\[REDACTED\])[^\s'\",;&}\]]+))"
 )
 
@@ -106,20 +109,25 @@ _RULES: list[tuple[re.Pattern[str], Any]] = [
     (_ASSIGNMENT, _mask_assignment),
     (
         re.compile(
-            rf"(?i)(?<![A-Za-z0-9_-])(?P<name>{_MAYBE_SECRET_NAME})(?P<sep>['\"]?\s*[=:]\s*['\"]?)"
+            rf"(?i)(?<![A-Za-z0-9_.-])(?P<name>{_MAYBE_SECRET_NAME})(?P<sep>['\"]?\s*[=:]\s*['\"]?)"
             r"(?P<value>[A-Za-z0-9+/=_.~-]{16,})"
         ),
         _mask_random_assignment,
     ),
     (
         re.compile(
-            rf"(?i)(?<![\w-])(--?[a-z0-9-]*(?:{_SECRET_WORDS.replace('[_-]', '-')})[a-z0-9-]*)(\s+|=)"
+            rf"(?i)(?<![\w-])(--?[a-z0-9-]{{0,64}}(?:{_FLAG_WORDS})[a-z0-9-]{{0,64}})(\s+|=)"
             r"(?!\[REDACTED\])(?!-)\S+"
         ),
         rf"\1\2{MASK}",
     ),
     # user:password@host, the user possibly empty, the password possibly holding a slash.
-    (re.compile(r"(?i)(?P<user>[a-z][a-z0-9+.-]*://[^/\s:@]*:)(?P<password>[^@\s]+)@"), _mask_url_password),
+    (
+        re.compile(
+            r"(?i)(?<![a-z0-9+.-])(?P<user>[a-z][a-z0-9+.-]{0,31}://[^/\s:@]{0,256}:)(?P<password>[^@\s]{1,256})@"
+        ),
+        _mask_url_password,
+    ),
     # .netrc: `machine HOST login USER password PASS`, on one line or a password on its own.
     (
         re.compile(r"(?i)(\bmachine\s+\S+\s+(?:login\s+\S+\s+)?(?:password|passwd)\s+)(?!\[REDACTED\])\S+"),
