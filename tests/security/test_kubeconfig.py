@@ -123,3 +123,10 @@ def test_the_cli_with_etc_passwd_as_kubeconfig_reports_it_instead_of_crashing(tm
 
     with pytest.raises(KubernetesAccessError, match="cannot use the kubeconfig"):
         kubernetes_client_from_kubeconfig("/etc/passwd", None)
+
+
+def test_an_eks_name_read_from_a_cluster_is_checked_before_it_configures_a_client() -> None:
+    from hyperpod_nccl.collect.eks_auth import KubernetesAccessError, kubernetes_client_for_eks_cluster
+
+    with pytest.raises(KubernetesAccessError, match="EKS cluster name"):
+        kubernetes_client_for_eks_cluster("ml-eks/../../x?y", "us-west-2")
