@@ -38,8 +38,9 @@ PROGRAMS = (
     "nv-fabricmanager nvidia-smi fi_info lspci iptables mount tee sed hyperpod-nccl py-spy "
     f"{MARKER}"
 ).split()
+# One file per process: stages of a pipeline run at once and must not interleave their records.
 _STUB = """#!/bin/sh
-{ printf '%s\\0' "$(basename "$0")" "$@"; printf '\\n'; } >> "$STUB_LOG"
+printf '%s\\0' "$(basename "$0")" "$@" > "$STUB_LOG.$$"
 """
 
 
@@ -53,11 +54,12 @@ class Sandbox:
 
     def run(self, line: str) -> list[list[str]]:
         """Execute `line` with only the stubs on PATH; return the argv of every program it ran."""
-        self.log.write_bytes(b"")
+        for old in self.log.parent.glob(f"{self.log.name}.*"):
+            old.unlink()
         env = {"PATH": str(self.bin), "STUB_LOG": str(self.log), "HOME": str(self.log.parent)}
         subprocess.run(["/bin/sh", "-c", line], env=env, cwd=self.log.parent, capture_output=True, timeout=20)
-        records = self.log.read_bytes().split(b"\0\n")
-        return [[part.decode() for part in record.split(b"\0")] for record in records if record]
+        records = [path.read_bytes() for path in self.log.parent.glob(f"{self.log.name}.*")]
+        return [[part.decode() for part in record.split(b"\0")[:-1]] for record in records]
 
 
 def make_sandbox(directory: Path) -> Sandbox:
