@@ -44,7 +44,7 @@ async def _report_while_waiting(ctx: Context | None, name: str, started: float) 
         waited = time.monotonic() - started
         try:
             await ctx.report_progress(waited, None, f"{name}: still waiting after {waited:.0f} s")
-        except Exception:
+        except Exception:  # a client that cannot take progress must not fail the tool
             return
 
 
@@ -65,8 +65,6 @@ def with_deadline(tool: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(tool)
     async def run(*args: Any, **kwargs: Any) -> Any:
         ctx = kwargs.pop(_CONTEXT_PARAMETER, None)
-        if own_context:
-            ctx = kwargs.get(own_context, ctx)
         deadline = current().tool_deadline_s
         started = time.monotonic()
         call = (

@@ -87,7 +87,7 @@ def run_each(analyzers: Sequence[Analyzer], snapshot: Snapshot) -> tuple[list[Fi
     for analyzer in analyzers:
         try:
             findings.extend(analyzer(snapshot))
-        except Exception as error:
+        except Exception as error:  # one analyzer's blind spot must not sink the whole report
             name = analyzer.__module__.rsplit(".", 1)[-1]
             reason = str(error).splitlines()[0][:200] if str(error) else ""
             why = f"could not read the snapshot ({type(error).__name__}: {reason}); its checks were skipped"
