@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+
+from hyperpod_nccl import server_settings
+from hyperpod_nccl.guard.boundary import FileBoundary
+from hyperpod_nccl.guard.kubeconfig import ServerKubeconfig
 
 
 @pytest.fixture(autouse=True)
@@ -16,6 +23,20 @@ def _offline_aws(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+
+
+@pytest.fixture
+def server_files(tmp_path: Path) -> Iterator[Path]:
+    """An in-process MCP server that reads and writes under tmp_path, as
+    `serve --allow-dir TMP --output-dir TMP` sets it up."""
+    previous = server_settings._current
+    server_settings.configure(
+        server_settings.ServerSettings(
+            FileBoundary((tmp_path.resolve(),), tmp_path.resolve()), ServerKubeconfig([], None)
+        )
+    )
+    yield tmp_path
+    server_settings._current = previous
 
 
 @pytest.fixture

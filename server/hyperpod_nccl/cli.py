@@ -7,6 +7,7 @@ and found one or more; 2 the input or the arguments were unusable.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -15,25 +16,14 @@ from hyperpod_nccl.bundle.cli import add_bundle_arguments, run_bundle
 from hyperpod_nccl.cli_common import EXIT_OK, EXIT_UNUSABLE, UsageError
 from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare_command
 from hyperpod_nccl.diagnose.cli import add_diagnose_arguments, run_diagnose
+from hyperpod_nccl.guard.redact import redact_stderr
+from hyperpod_nccl.guard.text import escape_controls
 from hyperpod_nccl.metrics.cli import add_metrics_arguments, run_metrics
 from hyperpod_nccl.probes.cli import add_probe_arguments, run_probe
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
+from hyperpod_nccl.serve import add_serve_arguments, run_serve
 from hyperpod_nccl.slurm.cli import add_slurm_arguments, run_slurm
 from hyperpod_nccl.triage.cli import add_triage_arguments, run_triage_command
-
-
-def _serve(args: argparse.Namespace) -> int:
-    from hyperpod_nccl.mcp_server import build_server
-
-    server = build_server()
-    if args.http is None:
-        server.run("stdio")
-        return EXIT_OK
-    host, _, port = args.http.rpartition(":")
-    if not port.isdigit():
-        raise UsageError(f"--http expects HOST:PORT or PORT, got {args.http!r}")
-    server.run("streamable-http", host=host or "127.0.0.1", port=int(port))
-    return EXIT_OK
 
 
 def _references(args: argparse.Namespace) -> int:
@@ -56,14 +46,6 @@ def _references(args: argparse.Namespace) -> int:
 
 
 Command = Callable[[argparse.Namespace], int]
-
-
-def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        help="serve streamable HTTP on HOST:PORT (HOST defaults to 127.0.0.1) instead of stdio",
-    )
 
 
 def _add_references_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # (name, help, add_arguments, run): one row per subcommand.
 COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Command]] = [
-    ("serve", "run the MCP server (stdio by default)", _add_serve_arguments, _serve),
+    ("serve", "run the MCP server (stdio by default)", add_serve_arguments, run_serve),
     ("references", "list reference sections, or print one", _add_references_arguments, _references),
     (
         "diagnose",
@@ -139,15 +121,31 @@ COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Comman
 ]
 
 
+def _one_line(error: BaseException) -> str:
+    text = escape_controls(str(error).splitlines()[0] if str(error) else type(error).__name__)
+    return text if len(text) <= 500 else text[:500] + "…"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    redact_stderr()
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
     except UsageError as error:
-        print(f"hyperpod-nccl: {error}", file=sys.stderr)
+        print(f"hyperpod-nccl: {_one_line(error)}", file=sys.stderr)
         return EXIT_UNUSABLE
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error of ours
         sys.stderr.close()
         return EXIT_OK
+    except Exception as error:
+        # Exit 1 would read as "issues found": a run that could not finish is exit 2, in one line.
+        if os.environ.get("HYPERPOD_NCCL_TRACEBACK"):
+            raise
+        print(
+            f"hyperpod-nccl: could not finish ({type(error).__name__}: {_one_line(error)}); "
+            "set HYPERPOD_NCCL_TRACEBACK=1 to see where",
+            file=sys.stderr,
+        )
+        return EXIT_UNUSABLE

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from hyperpod_nccl.guard.validate import validated
 from hyperpod_nccl.models import Report
@@ -39,6 +40,15 @@ def argparse_type(kind: object) -> Callable[[str], str]:
             raise argparse.ArgumentTypeError(str(error)) from None
 
     return check
+
+
+def path_argument(value: str) -> Path:
+    """An argparse `type=` for paths: an empty string is refused (Path("") would mean `.`)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("the path is empty: name a file or folder")
+    if "\x00" in value:
+        raise argparse.ArgumentTypeError("a path cannot contain a NUL byte")
+    return Path(value)
 
 
 def emit_report(report: Report, as_json: bool) -> int:

@@ -31,6 +31,7 @@ from hyperpod_nccl.compare_runs import (
 from hyperpod_nccl.models import Finding, Priority, Report, Status, finding_sort_key
 from hyperpod_nccl.render import json_text, shorten
 
+# A report is findings and summaries, never whole logs: anything this big is not one.
 _PRIORITY_RANK = {Priority.P0: 0, Priority.P1: 1, Priority.P2: 2}
 MAX_REPORT_BYTES = 16 << 20  # a report is kilobytes; a bigger file is a log or a bundle
 BUDGET_BYTES = 8_000  # the comparison as printed, like a report
@@ -304,6 +305,7 @@ def load_report(path: Path) -> Report:
         data = json.loads(raw.decode("utf-8"))
     except OSError as error:
         raise UnusableReport(f"cannot read {path}: {error.strerror or error}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UnusableReport(f"{path} is not JSON ({error}); save a report with --json") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise UnusableReport(f"{path} is not JSON ({reason}); save a report with --json") from None
     return report_from_data(data, str(path))

@@ -19,6 +19,7 @@ from hyperpod_nccl.compare import (
     load_report,
 )
 from hyperpod_nccl.guard.redact import redact_model, redact_text
+from hyperpod_nccl.guard.text import escape_controls
 from hyperpod_nccl.models import Report
 from hyperpod_nccl.render import json_text
 
@@ -79,7 +80,7 @@ def render_comparison(comparison: ReportComparison) -> str:
     lines += [_line("STILL", change) for change in comparison.still_failing]
     lines += [_line("NEW", change) for change in comparison.new]
     lines += [f"  note: {note}" for note in comparison.notes]
-    return redact_text("\n".join(lines) + "\n")
+    return redact_text("\n".join(escape_controls(line) for line in lines) + "\n")
 
 
 def print_comparison(report: Report, args: argparse.Namespace) -> None:

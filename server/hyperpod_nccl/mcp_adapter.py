@@ -126,7 +126,7 @@ class HyperpodServer(MCPServer):
         self._arguments: dict[str, frozenset[str]] = {}
         self._schema_uris: dict[str, str] = {}  # tool → where its full output schema is
 
-    def add_read_only_tool(self, tool: Callable[..., Any], annotations: ToolAnnotations) -> None:
+    def add_presented_tool(self, tool: Callable[..., Any], annotations: ToolAnnotations) -> None:
         self._arguments[tool.__name__] = frozenset(inspect.signature(tool).parameters)
         returned = get_type_hints(tool).get("return")
         if isinstance(returned, type) and issubclass(returned, BaseModel):

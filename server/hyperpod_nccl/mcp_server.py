@@ -1,7 +1,8 @@
 """The MCP server: a thin adapter from MCP tools, resources and prompts to the service functions.
 
-Every tool is read-only (annotated so, and backed by guarded clients), validates its input with
-pydantic, and returns structured output small enough for an LLM's context.
+Every tool but create_escalation_bundle (and run_diagnostic's `save_bundle`) is read-only,
+annotated truthfully, backed by guarded clients and bounded by the server's deadline; each
+validates its input with pydantic and returns structured output small enough for an LLM's context.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from hyperpod_nccl import __version__
-from hyperpod_nccl.diagnose.k8s_tool import get_pod_logs, list_pods
+from hyperpod_nccl.deadline import with_deadline
+from hyperpod_nccl.diagnose.k8s_tool import get_pod_logs, list_kube_contexts, list_pods
 from hyperpod_nccl.diagnose.tool import describe_cluster, list_cluster_nodes, run_diagnostic, scan_cloudwatch
 from hyperpod_nccl.mcp_adapter import HyperpodServer
 from hyperpod_nccl.metrics.tool import query_gpu_metrics
@@ -42,6 +44,14 @@ READ_ONLY = ToolAnnotations(
 # Tools that read a live cluster: still read-only, but they reach outside this machine.
 READ_ONLY_LIVE = ToolAnnotations(
     readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=True
+)
+# Writes a new local file in the server's output directory (never replacing one), nothing else.
+WRITES_LOCAL_FILE = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+)
+# The live diagnostic, which also writes a new snapshot folder when asked to (`save_bundle`).
+LIVE_MAY_SAVE = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True
 )
 
 ReferenceFileName = Annotated[
@@ -86,20 +96,22 @@ TOOLS: list[tuple[Callable[..., Any], ToolAnnotations]] = [
     (read_reference, READ_ONLY),
     (triage_logs, READ_ONLY),
     (compare_reports, READ_ONLY),
-    # Writes one local .tar.gz and nothing else: read-only as far as any cluster is concerned.
-    (create_escalation_bundle, READ_ONLY),
+    # The tool that writes: one new .tar.gz in the output directory; nothing on any cluster.
+    (create_escalation_bundle, WRITES_LOCAL_FILE),
     # Opens SSM sessions only to run the shipped read-only node_health script.
     (probe_nodes, READ_ONLY_LIVE),
     # Runs the shipped read-only Slurm probe on this host, or on the controller over SSM.
     (slurm_status, READ_ONLY_LIVE),
-    # The cluster diagnostic: guarded AWS reads (and Kubernetes GETs for run_diagnostic).
-    (run_diagnostic, READ_ONLY_LIVE),
+    # The cluster diagnostic: guarded AWS reads and Kubernetes GETs; `save_bundle` writes a new
+    # snapshot folder in the output directory.
+    (run_diagnostic, LIVE_MAY_SAVE),
     # Prometheus / AMP query endpoints only (guard/prometheus.py).
     (query_gpu_metrics, READ_ONLY_LIVE),
     (describe_cluster, READ_ONLY_LIVE),
     (list_cluster_nodes, READ_ONLY_LIVE),
     (scan_cloudwatch, READ_ONLY_LIVE),
-    # Kubernetes GETs only (pods, pods/log), never exec.
+    # The contexts of the server's own kubeconfig (names only); then Kubernetes GETs, never exec.
+    (list_kube_contexts, READ_ONLY),
     (list_pods, READ_ONLY_LIVE),
     (get_pod_logs, READ_ONLY_LIVE),
 ]
@@ -165,8 +177,8 @@ def build_server() -> MCPServer:
         log_level="WARNING",
     )
     for tool, tool_annotations in TOOLS:
-        # Redacted, printed as the CLI prints, failures as one line: mcp_adapter.HyperpodServer.
-        server.add_read_only_tool(tool, tool_annotations)
+        # Under the server's deadline; redacted, printed as the CLI prints, failures as one line.
+        server.add_presented_tool(with_deadline(tool), tool_annotations)
     _add_reference_resources(server, default_index())
     _add_workflow_prompts(server)
     return server

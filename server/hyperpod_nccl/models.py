@@ -12,6 +12,8 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
 
+from hyperpod_nccl.bounded import ShortText, Text
+
 SCHEMA_VERSION = 1
 
 _POINTER_FORM = "'<file>.md § <section>'"
@@ -72,12 +74,12 @@ class _Model(BaseModel):
 class Evidence(_Model):
     """One observation that supports a finding: a log line, an API field, a probe output line."""
 
-    source: str = Field(description="File name, API call or probe section the text came from.")
+    source: ShortText = Field(description="File name, API call or probe section the text came from.")
     line: PositiveInt | None = Field(default=None, description="1-based line number within source.")
-    text: str = Field(description="The line as read (secrets redacted).")
+    text: Text = Field(description="The line as read (secrets redacted).")
     rank: int | None = Field(default=None, description="Global rank that wrote the line, when known.")
-    node: str | None = Field(default=None, description="Host name the line came from, when known.")
-    instance_id: str | None = Field(default=None, description="EC2 instance id, when known.")
+    node: ShortText | None = Field(default=None, description="Host name the line came from, when known.")
+    instance_id: ShortText | None = Field(default=None, description="EC2 instance id, when known.")
     record_id: int | None = Field(
         default=None, description="Flight Recorder record id, when the source is a dump rather than a log."
     )
@@ -86,10 +88,10 @@ class Evidence(_Model):
 class SuggestedCommand(_Model):
     """A command for the user to run themselves. The product never runs it."""
 
-    command: str
-    why: str
+    command: Text
+    why: Text
     blast_radius: BlastRadius = Field(description="What running it does to the cluster.")
-    permission: str | None = Field(
+    permission: ShortText | None = Field(
         default=None, description="IAM action or Kubernetes RBAC verb the command needs."
     )
 
@@ -98,15 +100,15 @@ class Finding(_Model):
     id: str = Field(pattern=r"^[a-z0-9_]+(\.[a-z0-9_]+)+$", description="Stable dotted identifier.")
     status: Status
     priority: Priority | None = None
-    title: str
+    title: ShortText
     reference: str | None = Field(
         default=None, description="`<file>.md § <section>` under references/; required on FAIL/WARN."
     )
-    detail: str = Field(default="", description="What the finding means, in a sentence or two.")
+    detail: Text = Field(default="", description="What the finding means, in a sentence or two.")
     ranks: list[int] = Field(default_factory=list)
-    nodes: list[str] = Field(default_factory=list)
-    instance_ids: list[str] = Field(default_factory=list)
-    pods: list[str] = Field(default_factory=list)
+    nodes: list[ShortText] = Field(default_factory=list)
+    instance_ids: list[ShortText] = Field(default_factory=list)
+    pods: list[ShortText] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
     suggested_commands: list[SuggestedCommand] = Field(default_factory=list)
 
@@ -128,27 +130,29 @@ class Finding(_Model):
 
 class RootCause(_Model):
     category: Category
-    summary: str
+    summary: Text
     culprit_ranks: list[int] = Field(default_factory=list)
-    culprit_nodes: list[str] = Field(default_factory=list)
-    chain: list[str] = Field(default_factory=list, description="From the first trigger to the final crash.")
+    culprit_nodes: list[ShortText] = Field(default_factory=list)
+    chain: list[Text] = Field(default_factory=list, description="From the first trigger to the final crash.")
     confidence: Literal["high", "medium", "low"]
-    ruled_out: list[str] = Field(default_factory=list, description="Causes considered and excluded, and why.")
+    ruled_out: list[Text] = Field(
+        default_factory=list, description="Causes considered and excluded, and why."
+    )
 
 
 class TimelineEvent(_Model):
     time: str | None = Field(description="ISO 8601 UTC, or null when the source carries no usable time.")
-    source: str = Field(description="`file:line` or the API the event came from.")
-    event: str
+    source: ShortText = Field(description="`file:line` or the API the event came from.")
+    event: Text
     rank: int | None = None
-    node: str | None = None
+    node: ShortText | None = None
 
 
 class SkippedInput(_Model):
     """An input the diagnostic could not (fully) use, and why. Never silently dropped."""
 
-    source: str
-    reason: str
+    source: ShortText
+    reason: Text
 
 
 class RankStateGroup(_Model):
@@ -159,7 +163,7 @@ class RankStateGroup(_Model):
 
     ranks: str = Field(description="Global ranks as ranges, e.g. `0-76,78-1023`.")
     count: NonNegativeInt
-    state: str = Field(description="What these ranks were doing when the job failed.")
+    state: Text = Field(description="What these ranks were doing when the job failed.")
     watchdog: Literal["fired", "notified", "none"] = Field(
         description="fired: own watchdog timed out; notified: observed another rank's dump signal; "
         "none: left no watchdog line."

@@ -1,6 +1,7 @@
 """Presenters: the text report operators know from the HyperPod diagnostic script, and JSON.
 
-Renderers only format. Both redact first, so nothing leaves the process unredacted.
+Renderers only format. Both redact first, so nothing leaves the process unredacted; the text
+report also escapes control characters, so nothing from input can drive the terminal.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel
 
 from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.guard.text import printable_model
 from hyperpod_nccl.models import (
     PRIORITY_MEANING,
     Finding,
@@ -191,7 +193,9 @@ def _rank_state_lines(groups: list[RankStateGroup]) -> list[str]:
 
 
 def render_text(report: Report, *, color: bool = False) -> str:
-    report = redact_model(report)
+    # Redacted, then every string from input made inert: no escape sequence or newline of a log
+    # line or file name reaches the terminal; the colours and line breaks below are ours.
+    report = printable_model(redact_model(report))
     summary = report.summary
     lines = [
         f"hyperpod-nccl {report.kind}: {summary.files_read} files read, {summary.ranks_seen} ranks seen",

@@ -10,7 +10,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AfterValidator, Field
 
 from hyperpod_nccl.bundle import BundleError, BundleRequest, BundleResult, create_bundle
-from hyperpod_nccl.bundle.archive import check_output_path
+from hyperpod_nccl.bundle.archive import check_bundle_name
 from hyperpod_nccl.compare import (
     ReportComparison,
     UnusableReport,
@@ -18,11 +18,12 @@ from hyperpod_nccl.compare import (
     load_report,
     report_from_data,
 )
-from hyperpod_nccl.guard.validate import ClusterName, ExistingPath, JobName, Namespace, Region
+from hyperpod_nccl.guard.validate import ClusterName, JobName, Namespace, Region
 from hyperpod_nccl.models import Report
+from hyperpod_nccl.server_settings import OutputPath, ReadablePath, current
 
 ReportInput = Annotated[
-    ExistingPath | dict[str, Any],
+    ReadablePath | dict[str, Any],
     Field(
         description=(
             "A report: the path of a JSON file saved with `triage --json` / `diagnose --json`, or the "
@@ -31,9 +32,12 @@ ReportInput = Annotated[
     ),
 ]
 BundlePath = Annotated[
-    str,
-    AfterValidator(lambda value: str(check_output_path(value))),
-    Field(description="Where to write the bundle: a new file ending in .tar.gz, in an existing folder."),
+    OutputPath,
+    AfterValidator(lambda value: str(check_bundle_name(value))),
+    Field(
+        description="The bundle's file name (ending in .tar.gz), new, in the server's output directory "
+        "(a name, or a path inside that directory)."
+    ),
 ]
 
 
@@ -63,14 +67,14 @@ def create_escalation_bundle(
     output_path: BundlePath,
     report: ReportInput | None = None,
     previous_report: Annotated[
-        ExistingPath | dict[str, Any] | None,
+        ReadablePath | dict[str, Any] | None,
         Field(description="The report from before the last fix (path or object): CASE.md says what changed."),
     ] = None,
     snapshot_dir: Annotated[
-        ExistingPath | None, Field(description="Folder saved by `diagnose --save-bundle`.")
+        ReadablePath | None, Field(description="Folder saved by `diagnose --save-bundle`.")
     ] = None,
     log_dir: Annotated[
-        ExistingPath | None, Field(description="Training logs to triage into the bundle.")
+        ReadablePath | None, Field(description="Training logs to triage into the bundle.")
     ] = None,
     cluster: ClusterName | None = None,
     region: Region | None = None,
@@ -86,9 +90,13 @@ def create_escalation_bundle(
     one. It writes one local file on the machine running hyperpod-nccl and changes nothing on
     the cluster; secrets are redacted in every member. Returns the path, sha256, the members
     (CASE.md, report text and JSON, snapshot, error strings, NCCL env), the case facts, what
-    the case still lacks, and the S3 upload as a suggested command for the user to run.
+    the case still lacks, and the S3 upload as a suggested command for the user to run. It is the
+    one tool that writes: a new file in the server's output directory, never replacing one.
     """
+    files = current().files
     request = BundleRequest(
+        within=files.output_dir,
+        read_roots=list(files.read_roots),
         output=Path(output_path),
         report=Path(report) if isinstance(report, str) else None,
         report_data=report if isinstance(report, dict) else None,

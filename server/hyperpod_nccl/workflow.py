@@ -9,12 +9,15 @@ from __future__ import annotations
 
 SERVER_INSTRUCTIONS = """\
 hyperpod-nccl diagnoses NCCL and distributed-training failures on GPU clusters (SageMaker
-HyperPod on EKS or Slurm, Kubernetes, Slurm). Every tool is read-only. Never run a command that
-changes the cluster, a node or a workload: present each fix as a "Suggested command (run this
-yourself)" with the real ids filled in, and wait for the user. With logs on this machine, start
-with triage_logs: it needs only the folder. For every FAIL or WARN, read the section its
-`reference` names (read_reference) before suggesting anything. If a finding's section does not
-exist, report it as a bug instead of inventing a fix.
+HyperPod on EKS or Slurm, Kubernetes, Slurm). Every tool is read-only towards every cluster;
+create_escalation_bundle (and run_diagnostic with save_bundle) writes one new local file in the
+server's output folder. Never run a command that changes the cluster, a node or a workload:
+present each fix as a "Suggested command (run this yourself)" with the real ids filled in, and
+wait for the user. With logs on this machine, start with triage_logs: it needs only the folder.
+Kubernetes access is the kubeconfig the server was started with: pick a context from
+list_kube_contexts. For every FAIL or WARN, read the section its `reference` names
+(read_reference) before suggesting anything. If a finding's section does not exist, report it
+as a bug instead of inventing a fix.
 """
 
 # The answer to the user, in this order (SKILL.md § "Report shape" lists the same six).
@@ -70,8 +73,8 @@ Diagnose an NCCL / distributed-training failure, read-only.
 1. Logs first: if the job's logs (every rank, every node) are on this machine, call triage_logs on
    the folder now. It needs nothing else: do not ask for a cluster or region to read logs.
 2. {live} (namespace and job narrow it on EKS; a saved bundle needs only `bundle`). The focused
-   reads (describe_cluster, list_cluster_nodes, list_pods, get_pod_logs, scan_cloudwatch,
-   probe_nodes, slurm_status) answer narrower questions.
+   reads (describe_cluster, list_cluster_nodes, list_kube_contexts then list_pods / get_pod_logs
+   with a `context`, scan_cloudwatch, probe_nodes, slurm_status) answer narrower questions.
 3. Check the report describes the user's job: its job summary (job id, nodes, world size, dates)
    against what the user said. When they differ, say so before anything else.
 4. For every FAIL and WARN, call read_reference with the file and section from its `reference`
@@ -100,7 +103,9 @@ No cluster name or region is needed to read logs: do not ask for them.
 
 1. Make sure the folder holds every rank's logs (all nodes, all ranks), not one file: the rank
    that caused a hang is usually the one that printed nothing special. Node kernel logs (dmesg,
-   kern.log) in the same folder are read too.
+   kern.log) in the same folder are read too. The server reads only under the folders it was
+   started with; if the folder is refused, ask the user to copy the logs there (the refusal
+   names them) or to restart the server with --allow-dir.
 2. Call triage_logs on the folder (and the storage logs, if any). The result is the report.
 3. Check the report describes the user's job: its job summary (job id, nodes, world size, dates)
    against what the user said. When they differ, say so before anything else.
@@ -131,10 +136,11 @@ Prepare an AWS Support escalation, read-only.
    timeout was raised and the memlock workaround applied. Otherwise, keep diagnosing.
 2. Make sure the latest diagnostic ran on the failing job (run_diagnostic with more sampled
    nodes for an escalation, or triage_logs on every rank's logs).
-3. Call create_escalation_bundle with the report (a file path or the report object), the
-   saved snapshot folder if there is one, the log folder, and the cluster, region, namespace
-   and job you know; ask the user for those you do not. It writes one local .tar.gz, redacted,
-   and changes nothing on the cluster.
+3. Call create_escalation_bundle with a new file name for output_path (it is written in the
+   server's output folder), the report (a file path or the report object), the saved snapshot
+   folder if there is one, the log folder, and the cluster, region, namespace and job you know;
+   ask the user for those you do not. It writes one new local .tar.gz, redacted, never replaces
+   a file, and changes nothing on the cluster.
 4. Tell the user where the bundle is, which case items it still lacks (`missing`), and ask
    them to fill those in CASE.md.
 5. Give the upload as "Suggested command (run this yourself)": the `upload.command` from the

@@ -61,14 +61,14 @@ async def test_scan_cloudwatch_returns_hits_per_node(stubs: Stubs, world: World)
 
 
 async def test_run_diagnostic_reports_progress_and_saves_a_replayable_bundle(
-    stubs: Stubs, world: World, tmp_path: Path
+    stubs: Stubs, world: World, server_files: Path
 ) -> None:
     progress: list[tuple[float, str | None]] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, message))
 
-    arguments = {"cluster": world.name, "region": REGION, "sample_nodes": 0, "save_bundle": str(tmp_path)}
+    arguments = {"cluster": world.name, "region": REGION, "sample_nodes": 0, "save_bundle": "saved"}
     live = (await call("run_diagnostic", arguments, progress_callback=on_progress)).structured_content
     assert live["summary"]["p0"] >= 2
     assert (live["root_cause"]["category"], live["root_cause"]["culprit_nodes"]) == (
@@ -79,7 +79,8 @@ async def test_run_diagnostic_reports_progress_and_saves_a_replayable_bundle(
     assert all(f["status"] != "PASS" for f in live["findings"])
     assert all(len(f["evidence"]) <= 3 for f in live["findings"])
     assert progress and [value for value, _ in progress] == sorted(value for value, _ in progress)
-    replay = (await call("run_diagnostic", {"bundle": str(tmp_path)})).structured_content
+    assert live["saved_bundle"] == str(server_files / "saved")
+    replay = (await call("run_diagnostic", {"bundle": live["saved_bundle"]})).structured_content
     assert (replay["summary"], replay["findings"]) == (live["summary"], live["findings"])
 
 

@@ -100,7 +100,7 @@ def test_replacement_on_slurm_is_the_scontrol_fail_action() -> None:
     output = with_gpu_field(healthy(), "b9", "Remapped Rows", "Remapping Failure Occurred", "Yes")
     failed = finding(report(node(planted(output), FAULTY), orchestrator="slurm"), "node.gpu.row_remap_failed")
     assert failed.suggested_commands[-1].command == (
-        f'scontrol update node=hyperpod-{FAULTY} state=fail reason="Action:Replace"'
+        f"scontrol update node=hyperpod-{FAULTY} state=fail reason=Action:Replace"
     )
 
 

@@ -16,6 +16,22 @@ WANDB_KEY = "0123456789abcdefplanted0wandb0key0000000"[:40]
 GITHUB_TOKEN = "ghp_PlantedGitHubToken0123456789abcdefABCD"
 PEM_BODY = "MIIEpAIBAAKCAQEAplantedPEMbodyLine0123456789abcdefghij"
 PEM = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\nc2Vjb25kbGluZXBsYW50ZWQ=\n-----END RSA PRIVATE KEY-----"
+# The forms the hostile-input review found leaking (issue 10).
+QUOTED_WANDB = "9f8e7d6c5b4a39281706f5e4d3c2b1a0plantedq"
+QUOTED_HF = "hf_PlantedQuotedHuggingFaceToken0123456789"
+DICT_PASSWORD = "Dict-Planted-Pw-8812!"
+URL_SLASH_PASSWORD = "pl/anted/Pw99"
+EMPTY_USER_PASSWORD = "EmptyUserPlantedPw77"
+OPENSSH_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"
+OPENSSH_LINE = "NTUxOQAAACBQbGFudGVkT3BlblNTSEtleUJvZHlMaW5lVHdvMDEyMzQ1Njc4OUFCQ0RFRk"
+OPENAI_KEY = "sk-proj-PlantedOpenAIKey0123456789abcdefABCDEF"
+GITLAB_TOKEN = "glpat-PlantedGitLab0123456789"
+AZURE_KEY = "PlantedAzureAccountKey0123456789abcdefABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij=="
+BASIC_AUTH = "dXNlcjpQbGFudGVkQmFzaWNQYXNz"
+SLACK_HOOK = "https://hooks.slack.com/services/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t"
+NETRC_PASSWORD = "NetrcPlantedPass42"
+SECRET_KEY_FLAG = "FlagPlantedSecretKey0123456789abcd"
+TRACEBACK_TOKEN = "ghp_PlantedTracebackToken0123456789abcdEF"
 
 NEEDLES = {
     "AWS access key id": ACCESS_KEY_ID,
@@ -27,6 +43,21 @@ NEEDLES = {
     "W&B API key": WANDB_KEY,
     "GitHub token": GITHUB_TOKEN,
     "PEM private key": PEM_BODY,
+    "single-quoted W&B key": QUOTED_WANDB,
+    "single-quoted HF token": QUOTED_HF,
+    "password in a Python dict": DICT_PASSWORD,
+    "URL password with a slash": URL_SLASH_PASSWORD,
+    "URL password, empty user": EMPTY_USER_PASSWORD,
+    "OpenSSH key body": OPENSSH_BODY,
+    "OpenSSH key line": OPENSSH_LINE,
+    "OpenAI key": OPENAI_KEY,
+    "GitLab token": GITLAB_TOKEN,
+    "Azure AccountKey": AZURE_KEY,
+    "Basic auth": BASIC_AUTH,
+    "Slack webhook": SLACK_HOOK.rsplit("/", 1)[1],
+    ".netrc password": NETRC_PASSWORD,
+    "--secret-key flag": SECRET_KEY_FLAG,
+    "token in a traceback": TRACEBACK_TOKEN,
 }
 
 # How the secrets appear in free text: log lines, probe output, CloudWatch messages.
@@ -46,6 +77,21 @@ FREE_TEXT_LINES = [
     f"+ wandb login {WANDB_KEY}",
     f"+ git clone https://{GITHUB_TOKEN}@github.com/org/trainer.git",
     *PEM.splitlines(),
+    f"wandb.login(key=...) with wandb_api_key='{QUOTED_WANDB}'",
+    f"HF_TOKEN='{QUOTED_HF}' python train.py",
+    f"config: {{'user': 'trainer', 'password': '{DICT_PASSWORD}'}}",
+    f"mlflow uri https://trainer:{URL_SLASH_PASSWORD}@mlflow.internal/api",
+    f"redis://:{EMPTY_USER_PASSWORD}@cache.internal:6379/0",
+    OPENSSH_BODY,  # its BEGIN line was cut off by `tail`
+    OPENSSH_LINE,
+    f"openai.api_base set; key {OPENAI_KEY}",
+    f"git clone https://oauth2:{GITLAB_TOKEN}@gitlab.example.com/ml/train.git",
+    f"AZURE_STORAGE=DefaultEndpointsProtocol=https;AccountName=ckpt;AccountKey={AZURE_KEY};EndpointSuffix=core",
+    f"DEBUG urllib3 header Authorization: Basic {BASIC_AUTH}",
+    f"notify {SLACK_HOOK}",
+    f"machine s3.internal login trainer password {NETRC_PASSWORD}",
+    f"+ aws configure set --secret-key {SECRET_KEY_FLAG}",
+    f'  File "train.py", line 3, in <module>: RuntimeError: bad token {TRACEBACK_TOKEN}',
 ]
 FREE_TEXT = "\n".join(FREE_TEXT_LINES) + "\n"
 

@@ -45,7 +45,7 @@ def test_the_cli_writes_every_member_under_one_relative_folder(
     )
     assert result.returncode == 0, result.stderr
     assert "Suggested command (run this yourself):" in result.stdout
-    assert "aws s3 cp case.tar.gz s3://<your-bucket>/" in result.stdout
+    assert "aws s3 cp case.tar.gz 's3://<your-bucket>/hyperpod-nccl/case.tar.gz'" in result.stdout
     with tarfile.open(output, "r:gz") as tar:
         names = tar.getnames()
         assert all(member.isfile() and member.mode == 0o644 for member in tar.getmembers())
@@ -92,7 +92,7 @@ def test_case_md_is_filled_from_the_checklist_with_the_real_values(
         "NCCL_DEBUG=INFO",
         "FI_PROVIDER=efa",
         "`references/debugging-guide.md § 13`",
-        "aws s3 cp b.tar.gz s3://<your-bucket>/hyperpod-nccl/b.tar.gz",
+        "aws s3 cp b.tar.gz 's3://<your-bucket>/hyperpod-nccl/b.tar.gz'",
     ):
         assert expected in case, expected
     assert "PATH=" not in case  # only NCCL_*, FI_*, TORCH_*

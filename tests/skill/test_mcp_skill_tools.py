@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
+from tests.servers.mcp_stdio import serve
 from tests.skill.fixtures import incident_report
 
 pytestmark = pytest.mark.anyio
-
-SERVER = StdioServerParameters(command=sys.executable, args=["-m", "hyperpod_nccl", "serve"])
 
 
 async def test_prompts_walk_through_triage_and_escalation_and_tools_refuse_bad_input(tmp_path: Path) -> None:
     report = incident_report().model_dump(mode="json")
     existing = tmp_path / "taken.tar.gz"
     existing.write_bytes(b"")
-    async with Client(SERVER) as client:
+    async with Client(serve(tmp_path)) as client:
         prompts = {prompt.name for prompt in (await client.list_prompts()).prompts}
         triage = await client.get_prompt("triage_training_logs", {"log_dir": "/data/logs/job-51877"})
         escalation = await client.get_prompt(

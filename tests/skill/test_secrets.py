@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 from pydantic import ValidationError
 
 from hyperpod_nccl.guard.redact import MASK, redact_data, redact_text
@@ -21,6 +20,7 @@ from hyperpod_nccl.models import Evidence, Report, TimelineEvent
 from hyperpod_nccl.snapshot import SNAPSHOT_FILE, CollectionIssue, Snapshot
 from hyperpod_nccl.snapshot.aws import AwsSnapshot
 from hyperpod_nccl.snapshot.kubernetes import PodLog
+from tests.servers.mcp_stdio import serve
 from tests.skill import secrets
 from tests.skill.fixtures import incident_report, incident_snapshot
 
@@ -319,7 +319,7 @@ def test_no_cli_output_and_no_bundle_member_carries_a_planted_secret(planted: di
         assert_clean(f"`{label}` stdout", run.stdout)
         assert_clean(f"`{label}` stderr", run.stderr)
     assert MASK in runs["compare"].stdout  # the planted title reached the output, masked
-    for label in ("probe --replay", "triage"):  # the planted lines are quoted as evidence, masked
+    for label in ("probe --replay", "triage --json"):  # the planted lines are quoted as evidence, masked
         assert label not in runs or MASK in runs[label].stdout, label
     assert_bundle_clean("CLI bundle", output)
     if logs:
@@ -354,7 +354,7 @@ async def test_no_mcp_tool_output_carries_a_planted_secret(planted: dict[str, Pa
     root, report = planted["root"], planted["report"]
     inline = json.loads(report.read_text())
     output = root / "mcp-bundle.tar.gz"
-    server = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "serve"])
+    server = serve(root)
     async with Client(server) as client:
         calls = {
             "compare_reports": await client.call_tool(

@@ -3,7 +3,6 @@ read the section of every FAIL, compare after a "fix", write the escalation bund
 
 from __future__ import annotations
 
-import sys
 import tarfile
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,12 +10,12 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+
+from tests.servers.mcp_stdio import serve
 
 pytestmark = pytest.mark.anyio
 
 EXAMPLE_LOGS = Path(__file__).parents[2] / "examples" / "training-hang" / "logs"
-SERVER = StdioServerParameters(command=sys.executable, args=["-m", "hyperpod_nccl", "serve"])
 
 
 def _a_day_later(time: str | None) -> str | None:
@@ -32,7 +31,7 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
 async def test_from_my_job_hangs_to_the_culprit_the_section_the_rerun_and_the_bundle(tmp_path: Path) -> None:
     if not EXAMPLE_LOGS.is_dir():
         pytest.skip("examples/training-hang/logs has not landed yet")
-    async with Client(SERVER) as client:
+    async with Client(serve(tmp_path)) as client:
         if "triage_logs" not in {tool.name for tool in (await client.list_tools()).tools}:
             pytest.skip("the triage_logs tool has not landed yet")
         report = await call(client, "triage_logs", {"log_dir": str(EXAMPLE_LOGS)})
@@ -69,7 +68,7 @@ async def test_from_my_job_hangs_to_the_culprit_the_section_the_rerun_and_the_bu
             },
         )
     assert bundle["path"] == str(output.resolve())
-    assert "aws s3 cp escalation.tar.gz s3://<your-bucket>/" in bundle["upload"]["command"]
+    assert "aws s3 cp escalation.tar.gz 's3://<your-bucket>/" in bundle["upload"]["command"]
     assert "cluster name or ARN" in bundle["missing"]  # logs alone do not name the cluster
     with tarfile.open(output, "r:gz") as tar:
         case = tar.extractfile("hyperpod-nccl-escalation/CASE.md").read().decode()
@@ -85,7 +84,7 @@ async def test_the_cluster_path_replays_a_snapshot_compares_and_bundles_it(tmp_p
     from tests.skill.fixtures import incident_snapshot
 
     incident_snapshot().save(tmp_path / "saved")
-    async with Client(SERVER) as client:
+    async with Client(serve(tmp_path)) as client:
         if "run_diagnostic" not in {tool.name for tool in (await client.list_tools()).tools}:
             pytest.skip("the run_diagnostic tool has not landed yet")
         result = await call(client, "run_diagnostic", {"bundle": str(tmp_path / "saved")})

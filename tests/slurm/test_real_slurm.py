@@ -47,7 +47,7 @@ def test_drained_and_down_nodes_are_reported_with_reason_priority_and_reference(
     assert down.nodes == [realslurm.DOWN] and realslurm.DOWN_REASON in down.title
     assert (down.priority, down.reference) == (Priority.P0, "debugging-guide.md § 5")
     assert "State DOWN" in down.detail
-    assert f'scontrol update node={realslurm.DOWN} state=fail reason="Action:Replace"' in commands(down)
+    assert f"scontrol update node={realslurm.DOWN} state=fail reason=Action:Replace" in commands(down)
     assert "munge OK" in only(report, "slurm.controller.up").title
 
 
@@ -74,7 +74,7 @@ def test_cli_exits_1_and_prints_the_scontrol_suggestions(real_slurm: realslurm.L
     )
     assert done.returncode == 1, done.stderr
     assert f"scontrol update nodename={realslurm.DRAINED} state=resume" in done.stdout
-    assert f'scontrol update node={realslurm.DOWN} state=fail reason="Action:Replace"' in done.stdout
+    assert f"scontrol update node={realslurm.DOWN} state=fail reason=Action:Replace" in done.stdout
     assert "Suggested command (run this yourself)" in done.stdout
     as_json = subprocess.run(
         [*CLI, "slurm", "--json"], capture_output=True, text=True, timeout=60, check=False
@@ -106,7 +106,7 @@ def test_diagnose_orchestrator_slurm_reads_this_host_without_aws(
         env=env,
     )
     assert done.returncode == 1, done.stderr
-    assert f'scontrol update node={realslurm.DOWN} state=fail reason="Action:Replace"' in done.stdout
+    assert f"scontrol update node={realslurm.DOWN} state=fail reason=Action:Replace" in done.stdout
     assert "auto-resume" in done.stdout and realslurm.DRAIN_REASON in done.stdout
     replay = subprocess.run(
         [*CLI, "diagnose", "--bundle", str(tmp_path), "--json"], capture_output=True, text=True

@@ -14,7 +14,7 @@ from hyperpod_nccl.slurm.service import slurm_report
 from hyperpod_nccl.snapshot import Snapshot
 from tests.slurm.helpers import RECORDED, commands, findings, only, recorded_report, recorded_snapshot
 
-REPLACE = 'scontrol update node={} state=fail reason="Action:Replace"'
+REPLACE = "scontrol update node={} state=fail reason=Action:Replace"
 
 
 def test_22_05_states_reasons_and_gres_mismatch_are_parsed() -> None:
@@ -116,7 +116,7 @@ def test_24_11_failing_node_gets_replace_and_last_resort_down() -> None:
     assert failing.nodes == ["ip-10-3-8-34"] and "Prolog error" in failing.title
     cmds = commands(failing)
     assert REPLACE.format("ip-10-3-8-34") in cmds
-    assert 'sudo scontrol update node=ip-10-3-8-34 state=down reason="Action:Replace"' in cmds
+    assert "sudo scontrol update node=ip-10-3-8-34 state=down reason=Action:Replace" in cmds
     down = next(c for c in failing.suggested_commands if "state=down" in c.command)
     assert down.blast_radius == BlastRadius.REPLACES_NODE and "kills every job" in down.why
     drained = only(report, "slurm.node.drained")

@@ -16,7 +16,11 @@ from hyperpod_nccl.guard.aws import (
     make_read_only_hook,
 )
 from hyperpod_nccl.guard.prometheus import amp_iam_actions
+from hyperpod_nccl.probes.catalog import probe_script
+from hyperpod_nccl.probes.runners.ssm import session_parameters
 from tests.servers.moto_server import MotoServer, start_moto_server
+
+PARAMETER_CHECKED = {"StartSession", "TerminateSession"}
 
 READ_PREFIXES = ("Describe", "List", "Get")
 READS_WITHOUT_A_READ_PREFIX = {"FilterLogEvents", "StartQuery"}  # log search and Logs Insights query
@@ -72,7 +76,10 @@ def test_only_the_probe_runner_may_open_ssm_sessions(endpoint: MotoServer) -> No
         probe_client.send_command(InstanceIds=["i-0abc123def4567890"], DocumentName="AWS-RunShellScript")
     hook = make_read_only_hook("ssm", probe_sessions=True)
     start_session = probe_client.meta.service_model.operation_model("StartSession")
-    hook(model=start_session)  # allowed: does not raise
+    shipped = session_parameters(
+        probe_script("node_health"), "sagemaker-cluster:abc123_workers-i-0abc123def4567890"
+    )
+    hook(model=start_session, params=shipped)  # a shipped probe: allowed, does not raise
     assert endpoint.received == []
 
 
@@ -102,6 +109,8 @@ def test_every_operation_outside_the_allowlist_is_refused(service: str) -> None:
     allowed = READ_OPERATIONS.get(service, frozenset()) | PROBE_SESSION_OPERATIONS.get(service, frozenset())
     refused = 0
     for name in model.operation_names:
+        if name in PARAMETER_CHECKED:
+            continue  # allowed with some parameters only: tests/security/test_ssm_guard.py
         if name in allowed:
             hook(model=model.operation_model(name))
             continue

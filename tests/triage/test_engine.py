@@ -204,8 +204,8 @@ async def test_the_mcp_tool_returns_the_report_the_cli_prints(tmp_path: Path) ->
         check=False,
     )
     assert cli.returncode == 1, cli.stderr
-    server = StdioServerParameters(command=sys.executable, args=["-m", "hyperpod_nccl", "serve"])
-    async with Client(server) as client:
+    serve = ["-m", "hyperpod_nccl", "serve", "--allow-dir", str(tmp_path)]
+    async with Client(StdioServerParameters(command=sys.executable, args=serve)) as client:
         result = await client.call_tool("triage_logs", {"log_dir": str(tmp_path)})
         refused = await client.call_tool("triage_logs", {"log_dir": str(tmp_path / "missing")})
     assert not result.is_error

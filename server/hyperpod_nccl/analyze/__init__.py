@@ -6,7 +6,7 @@ here, one reference section and one fixture.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from hyperpod_nccl.analyze.cloudwatch import analyze_cloudwatch
 from hyperpod_nccl.analyze.cluster_events import analyze_cluster_events
@@ -41,7 +41,7 @@ from hyperpod_nccl.analyze.slurm_host import analyze_slurm_host
 from hyperpod_nccl.analyze.slurm_jobs import analyze_slurm_jobs
 from hyperpod_nccl.analyze.slurm_nodes import analyze_slurm_nodes
 from hyperpod_nccl.analyze.version_skew import analyze_version_skew
-from hyperpod_nccl.models import Finding
+from hyperpod_nccl.models import Finding, SkippedInput
 from hyperpod_nccl.snapshot import Snapshot
 
 Analyzer = Callable[[Snapshot], list[Finding]]
@@ -98,5 +98,21 @@ ANALYZERS: list[Analyzer] = [
 ]
 
 
-def run_analyzers(snapshot: Snapshot) -> list[Finding]:
-    return [finding for analyzer in ANALYZERS for finding in analyzer(snapshot)]
+def run_each(analyzers: Sequence[Analyzer], snapshot: Snapshot) -> tuple[list[Finding], list[SkippedInput]]:
+    """Every analyzer's findings; one that cannot read the snapshot (a bundle edited by hand, a
+    field of an unexpected type) is skipped with the reason, and the others still run."""
+    findings: list[Finding] = []
+    unreadable: list[SkippedInput] = []
+    for analyzer in analyzers:
+        try:
+            findings.extend(analyzer(snapshot))
+        except Exception as error:  # one analyzer's blind spot must not sink the whole report
+            name = analyzer.__module__.rsplit(".", 1)[-1]
+            reason = str(error).splitlines()[0][:200] if str(error) else ""
+            why = f"could not read the snapshot ({type(error).__name__}: {reason}); its checks were skipped"
+            unreadable.append(SkippedInput(source=f"analyzer {name}", reason=why))
+    return findings, unreadable
+
+
+def run_analyzers(snapshot: Snapshot) -> tuple[list[Finding], list[SkippedInput]]:
+    return run_each(ANALYZERS, snapshot)

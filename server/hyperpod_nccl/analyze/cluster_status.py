@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import Word, hyperpod_flags, suggest, value
+from hyperpod_nccl.guard.validate import InstanceId
+from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.aws import ClusterNode, HyperPodCluster
 
@@ -21,10 +23,9 @@ _NOT_YET_USABLE = ("Pending", "ShuttingDown", "SystemUpdating", "DeepHealthCheck
 _MAX_EVIDENCE = 20
 
 
-def _cluster_flag(snapshot: Snapshot) -> str:
+def _cluster_flag(snapshot: Snapshot) -> tuple[Word, ...]:
     cluster = snapshot.aws.hyperpod if snapshot.aws else None
-    name = cluster.name if cluster else "<cluster>"
-    return f"--cluster-name {name} --region {snapshot.region or '<region>'}"
+    return hyperpod_flags(cluster.name if cluster else None, snapshot.region)
 
 
 def _status(cluster: HyperPodCluster) -> Finding:
@@ -50,7 +51,7 @@ def _status(cluster: HyperPodCluster) -> Finding:
     )
 
 
-def _node_recovery(cluster: HyperPodCluster, flags: str) -> Finding:
+def _node_recovery(cluster: HyperPodCluster, flags: tuple[Word, ...]) -> Finding:
     evidence = [Evidence(source=_DESCRIBE, text=f"NodeRecovery={cluster.node_recovery or '(not set)'}")]
     if cluster.node_recovery == "Automatic":
         return Finding(
@@ -59,8 +60,10 @@ def _node_recovery(cluster: HyperPodCluster, flags: str) -> Finding:
             title="NodeRecovery is Automatic: HyperPod replaces nodes that fail health checks",
             evidence=evidence,
         )
-    fix = SuggestedCommand(
-        command=f"aws sagemaker update-cluster {flags} --node-recovery Automatic",
+    fix = suggest(
+        "aws sagemaker update-cluster",
+        *flags,
+        "--node-recovery Automatic",
         why="Lets HyperPod reboot or replace nodes its health checks find faulty.",
         blast_radius=BlastRadius.CHANGES_CONFIG,
         permission="sagemaker:UpdateCluster",
@@ -108,7 +111,7 @@ def _node_evidence(nodes: list[ClusterNode]) -> list[Evidence]:
     ]
 
 
-def _lost_nodes(nodes: list[ClusterNode], flags: str) -> Finding | None:
+def _lost_nodes(nodes: list[ClusterNode], flags: tuple[Word, ...]) -> Finding | None:
     lost = [node for node in nodes if node.status in _LOST]
     if not lost:
         return None
@@ -125,14 +128,19 @@ def _lost_nodes(nodes: list[ClusterNode], flags: str) -> Finding | None:
         instance_ids=ids,
         evidence=_node_evidence(lost),
         suggested_commands=[
-            SuggestedCommand(
-                command=f"aws sagemaker describe-cluster-node {flags} --node-id {first}",
+            suggest(
+                "aws sagemaker describe-cluster-node",
+                *flags,
+                "--node-id",
+                value(InstanceId, first),
                 why="Shows why HyperPod marked the node failed.",
-                blast_radius=BlastRadius.READ_ONLY,
                 permission="sagemaker:DescribeClusterNode",
             ),
-            SuggestedCommand(
-                command=f"aws sagemaker batch-reboot-cluster-nodes {flags} --node-ids {' '.join(ids)}",
+            suggest(
+                "aws sagemaker batch-reboot-cluster-nodes",
+                *flags,
+                "--node-ids",
+                *(value(InstanceId, instance) for instance in ids),
                 why="Rung 3: reboot the failed nodes once their logs are saved.",
                 blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
                 permission="sagemaker:BatchRebootClusterNodes",

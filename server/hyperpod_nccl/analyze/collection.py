@@ -4,7 +4,9 @@ never reads as "healthy"."""
 
 from __future__ import annotations
 
-from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import suggest, value
+from hyperpod_nccl.guard.validate import EksClusterName, Region
+from hyperpod_nccl.models import Evidence, Finding, Priority, Status
 from hyperpod_nccl.snapshot import CollectionIssue, Snapshot
 
 _IAM = "operations.md § 2"
@@ -48,13 +50,13 @@ def _partial(issue: CollectionIssue) -> Finding:
 
 def _kubernetes_skipped(snapshot: Snapshot, issue: CollectionIssue) -> Finding:
     cluster = snapshot.aws.hyperpod if snapshot.aws else None
-    eks = (
-        cluster.eks_cluster_arn.rsplit("/", 1)[-1] if cluster and cluster.eks_cluster_arn else "<eks-cluster>"
-    )
-    login = SuggestedCommand(
-        command=f"aws eks update-kubeconfig --name {eks} --region {snapshot.region or '<region>'}",
+    eks = cluster.eks_cluster_arn.rsplit("/", 1)[-1] if cluster and cluster.eks_cluster_arn else None
+    login = suggest(
+        "aws eks update-kubeconfig --name",
+        value(EksClusterName, eks),
+        "--region",
+        value(Region, snapshot.region),
         why="Writes a kubeconfig entry for the EKS cluster; rerun with --kubeconfig/--context if needed.",
-        blast_radius=BlastRadius.READ_ONLY,
         permission="eks:DescribeCluster",
     )
     return Finding(

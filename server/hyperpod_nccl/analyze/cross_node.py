@@ -7,6 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from hyperpod_nccl.analyze.node_common import ProbedNode, config_change, ladder, on_node, probed_nodes
+from hyperpod_nccl.guard.commands import value
+from hyperpod_nccl.guard.validate import Mtu, NetworkInterface
 from hyperpod_nccl.models import Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.probes.parse.gpu import Field, throttle_reasons
 from hyperpod_nccl.snapshot import Snapshot
@@ -76,7 +78,8 @@ def _mtu_commands(node: ProbedNode, majority: str) -> list[SuggestedCommand]:
         for name, field in node.facts.host.mtus.items():
             if field.value != majority:
                 why = f"Match the other nodes' MTU on {node.label} (lasts until reboot)."
-                commands.append(config_change(f"sudo ip link set dev {name} mtu {majority}", why))
+                change = ["sudo ip link set dev", value(NetworkInterface, name), "mtu", value(Mtu, majority)]
+                commands.append(config_change(change, why=why))
     return commands
 
 

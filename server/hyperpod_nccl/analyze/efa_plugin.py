@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from hyperpod_nccl.analyze.k8s_common import name_of, object_evidence, pod_evidence
-from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import suggest
+from hyperpod_nccl.models import Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import (
     EFA_RESOURCE,
@@ -49,10 +50,9 @@ def _efa_nodes(kubernetes: KubernetesSnapshot) -> list[str]:
 
 
 def _list_daemonsets() -> SuggestedCommand:
-    return SuggestedCommand(
-        command="kubectl get daemonset -n kube-system -o wide",
+    return suggest(
+        "kubectl get daemonset -n kube-system -o wide",
         why="Shows whether the EFA device plugin runs, and on how many nodes it is ready.",
-        blast_radius=BlastRadius.READ_ONLY,
         permission="daemonsets: list",
     )
 

@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+from hyperpod_nccl.guard.commands import Word, joined, suggest, value
+from hyperpod_nccl.guard.validate import ContainerName, KubeNodeName, KubeObjectName, Namespace, PodName
 from hyperpod_nccl.models import BlastRadius, Evidence, SuggestedCommand
 
 
@@ -54,39 +56,43 @@ def event_evidence(event: dict[str, Any]) -> Evidence:
     )
 
 
+def _pod_words(pod: dict[str, Any]) -> tuple[Word, ...]:
+    return value(PodName, name_of(pod)), "-n", value(Namespace, namespace_of(pod))
+
+
 def describe_pod(
     pod: dict[str, Any], why: str = "Shows the pod's status, conditions and events."
 ) -> SuggestedCommand:
-    return SuggestedCommand(
-        command=f"kubectl describe pod {name_of(pod)} -n {namespace_of(pod)}",
-        why=why,
-        blast_radius=BlastRadius.READ_ONLY,
-        permission="pods: get",
-    )
+    return suggest("kubectl describe pod", *_pod_words(pod), why=why, permission="pods: get")
 
 
 def pod_logs(pod: dict[str, Any], container: str, *, previous: bool, why: str) -> SuggestedCommand:
-    flag = " --previous" if previous else ""
-    return SuggestedCommand(
-        command=f"kubectl logs {name_of(pod)} -n {namespace_of(pod)} -c {container}{flag} --tail=200",
+    return suggest(
+        "kubectl logs",
+        *_pod_words(pod),
+        "-c",
+        value(ContainerName, container),
+        "--previous --tail=200" if previous else "--tail=200",
         why=why,
-        blast_radius=BlastRadius.READ_ONLY,
         permission="pods/log: get",
     )
 
 
 def pod_events(namespace: str, name: str) -> SuggestedCommand:
-    return SuggestedCommand(
-        command=f"kubectl get events -n {namespace} --field-selector involvedObject.name={name}",
+    return suggest(
+        "kubectl get events -n",
+        value(Namespace, namespace),
+        "--field-selector",
+        joined("involvedObject.name=", value(KubeObjectName, name)),
         why="Lists what the scheduler and the kubelet reported about it, newest last.",
-        blast_radius=BlastRadius.READ_ONLY,
         permission="events: list",
     )
 
 
 def delete_pod(pod: dict[str, Any], why: str) -> SuggestedCommand:
-    return SuggestedCommand(
-        command=f"kubectl delete pod {name_of(pod)} -n {namespace_of(pod)}",
+    return suggest(
+        "kubectl delete pod",
+        *_pod_words(pod),
         why=why,
         blast_radius=BlastRadius.RESTARTS_POD,
         permission="pods: delete",
@@ -96,9 +102,4 @@ def delete_pod(pod: dict[str, Any], why: str) -> SuggestedCommand:
 def describe_node(
     node: str, why: str = "Shows the node's conditions, taints and allocatable resources."
 ) -> SuggestedCommand:
-    return SuggestedCommand(
-        command=f"kubectl describe node {node}",
-        why=why,
-        blast_radius=BlastRadius.READ_ONLY,
-        permission="nodes: get",
-    )
+    return suggest("kubectl describe node", value(KubeNodeName, node), why=why, permission="nodes: get")

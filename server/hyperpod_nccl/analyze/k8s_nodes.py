@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from hyperpod_nccl.analyze.k8s_common import describe_node, event_evidence, instance_id_of, name_of
+from hyperpod_nccl.guard.commands import suggest, value
+from hyperpod_nccl.guard.validate import KubeNodeName
 from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import (
@@ -35,10 +37,10 @@ def _labels(node: dict[str, Any]) -> dict[str, str]:
 
 def _list_labels_command() -> SuggestedCommand:
     labels = ",".join((NODE_HEALTH_LABEL, DEEP_HEALTH_LABEL, *_FAULT_LABELS))
-    return SuggestedCommand(
-        command=f"kubectl get nodes -L {labels}",
+    return suggest(
+        "kubectl get nodes -L",
+        labels,
         why="Shows every node's HyperPod health status and the fault HyperPod recorded.",
-        blast_radius=BlastRadius.READ_ONLY,
         permission="nodes: list",
     )
 
@@ -88,8 +90,10 @@ def _not_ready(
 
 
 def _reboot_command(node: str) -> SuggestedCommand:
-    return SuggestedCommand(
-        command=f"kubectl label node {node} {NODE_HEALTH_LABEL}=UnschedulablePendingReboot --overwrite",
+    return suggest(
+        "kubectl label node",
+        value(KubeNodeName, node),
+        f"{NODE_HEALTH_LABEL}=UnschedulablePendingReboot --overwrite",
         why="Asks HyperPod to reboot the node (operations.md § 9); its pods are evicted first.",
         blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
         permission="nodes: patch",

@@ -13,7 +13,9 @@ from collections import defaultdict
 from typing import Any
 
 from hyperpod_nccl.analyze.k8s_common import namespace_of, object_evidence, pod_evidence
-from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import suggest, value
+from hyperpod_nccl.guard.validate import Namespace
+from hyperpod_nccl.models import Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot, containers_of, env_of, pod_key
 
@@ -63,10 +65,11 @@ def _env_evidence(pod: dict[str, Any], container: str, address: str) -> Evidence
 
 
 def _list_services(namespace: str) -> SuggestedCommand:
-    return SuggestedCommand(
-        command=f"kubectl get svc,endpoints -n {namespace} -o wide",
+    return suggest(
+        "kubectl get svc,endpoints -n",
+        value(Namespace, namespace),
+        "-o wide",
         why="Lists the Services and their endpoints, to compare with MASTER_ADDR.",
-        blast_radius=BlastRadius.READ_ONLY,
         permission="services: list",
     )
 

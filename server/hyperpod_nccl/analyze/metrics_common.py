@@ -9,16 +9,18 @@ a PromQL string literal within one shell-quoted argument, never as a shell word 
 from __future__ import annotations
 
 import re
-import shlex
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-from hyperpod_nccl.guard.prometheus import READ_PATHS
+from hyperpod_nccl.guard.commands import Word, joined, suggest
+from hyperpod_nccl.guard.commands import value as checked
+from hyperpod_nccl.guard.prometheus import READ_PATHS, PrometheusUrl
+from hyperpod_nccl.guard.validate import ClusterName, GpuIndex, InstanceId, QueryText, Region
 from hyperpod_nccl.metrics.fields import BY_KEY, metric_selector, promql_string
 from hyperpod_nccl.metrics.window import iso_seconds
-from hyperpod_nccl.models import BlastRadius, Evidence, SuggestedCommand
+from hyperpod_nccl.models import Evidence, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.metrics import GpuMetrics, MetricsSnapshot
 
@@ -203,22 +205,23 @@ def gpu_selector(field_key: str, gpus: Sequence[GpuView]) -> str:
 
 def http_read_command(view: MetricsView, path: str, params: dict[str, str], why: str) -> SuggestedCommand:
     """A read of the Prometheus API the user can run: curl for a Prometheus URL, awscurl (SigV4,
-    service `aps`) for Amazon Managed Prometheus. Every value is one shell-quoted word."""
+    service `aps`) for Amazon Managed Prometheus. Every value is checked and one quoted word."""
     snapshot = view.snapshot
-    url = f"{snapshot.query_url or 'http://<prometheus>:9090'}{path}"
+    base = checked(PrometheusUrl, snapshot.query_url)
     if snapshot.source.startswith("amp "):
         region = snapshot.source.rsplit("(", 1)[-1].rstrip(")")
-        signed_url = shlex.quote(f"{url}?{urlencode(params)}")
-        command = f"awscurl --service aps --region {shlex.quote(region)} {signed_url}"
-        permission: str | None = READ_PATHS[path]
-    else:
-        words = [url]
-        for name, value in params.items():
-            words += ["--data-urlencode", f"{name}={value}"]
-        command, permission = "curl -sG " + " ".join(shlex.quote(word) for word in words), None
-    return SuggestedCommand(
-        command=command, why=why, blast_radius=BlastRadius.READ_ONLY, permission=permission
-    )
+        url = joined(base, path, "?", checked(QueryText, urlencode(params)))  # type: ignore[arg-type]
+        return suggest(
+            "awscurl --service aps --region",
+            checked(Region, region),
+            url,
+            why=why,
+            permission=READ_PATHS[path],
+        )
+    words: list[Word] = [joined(base, path)]  # type: ignore[arg-type]
+    for name, text in params.items():
+        words += ["--data-urlencode", joined(name, "=", checked(QueryText, text))]  # type: ignore[arg-type]
+    return suggest("curl -sG", *words, why=why)
 
 
 def confirm_command(view: MetricsView, promql: str, why: str) -> SuggestedCommand:
@@ -237,21 +240,26 @@ def on_node_commands(gpu: GpuView, nvidia_smi_display: str) -> list[SuggestedCom
     """The on-node read: the project's probe when the instance is known, and the nvidia-smi view."""
     commands = []
     if gpu.instance_id and _INSTANCE_ID.fullmatch(gpu.instance_id):
-        cluster, region = gpu.cluster or "<cluster>", gpu.region or "<region>"
         commands.append(
-            SuggestedCommand(
-                command=f"hyperpod-nccl probe --cluster {cluster} --region {region} --node {gpu.instance_id}",
+            suggest(
+                "hyperpod-nccl probe --cluster",
+                checked(ClusterName, gpu.cluster),
+                "--region",
+                checked(Region, gpu.region),
+                "--node",
+                checked(InstanceId, gpu.instance_id),
                 why="Runs the read-only node-health probe (nvidia-smi -q, kernel-log Xids) on this node.",
-                blast_radius=BlastRadius.READ_ONLY,
                 permission="ssm:StartSession",
             )
         )
     if _GPU_INDEX.fullmatch(gpu.data.gpu):
         commands.append(
-            SuggestedCommand(
-                command=f"nvidia-smi -q -d {nvidia_smi_display} -i {gpu.data.gpu}",
+            suggest(
+                "nvidia-smi -q -d",
+                nvidia_smi_display,  # type: ignore[arg-type]  # one of our own display names
+                "-i",
+                checked(GpuIndex, gpu.data.gpu),
                 why=f"In a shell on {gpu.data.node}: what the driver reports for this GPU now.",
-                blast_radius=BlastRadius.READ_ONLY,
                 permission="a shell on the node",
             )
         )

@@ -12,6 +12,8 @@ from typing import Any
 
 from hyperpod_nccl.analyze.k8s_common import name_of, namespace_of, object_evidence
 from hyperpod_nccl.analyze.netpol_eval import EPHEMERAL, Direction, PortRange, blocking_policies
+from hyperpod_nccl.guard.commands import suggest, value
+from hyperpod_nccl.guard.validate import KubeObjectName, Namespace
 from hyperpod_nccl.models import BlastRadius, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot, containers_of, env_of, pod_key
@@ -97,14 +99,18 @@ def blocked_paths(pods: list[dict[str, Any]], kubernetes: KubernetesSnapshot) ->
 
 def _commands(namespace: str, policy: dict[str, Any], job: str) -> list[SuggestedCommand]:
     return [
-        SuggestedCommand(
-            command=f"kubectl get networkpolicy -n {namespace} -o yaml",
+        suggest(
+            "kubectl get networkpolicy -n",
+            value(Namespace, namespace),
+            "-o yaml",
             why="Shows every policy in the namespace with its selectors, rules and ports.",
-            blast_radius=BlastRadius.READ_ONLY,
             permission="networkpolicies: list",
         ),
-        SuggestedCommand(
-            command=f"kubectl edit networkpolicy {name_of(policy)} -n {namespace}",
+        suggest(
+            "kubectl edit networkpolicy",
+            value(KubeObjectName, name_of(policy)),
+            "-n",
+            value(Namespace, namespace),
             why=f"Add a rule admitting the {job} pods from each other on all ports (a `from` podSelector "
             "on the job's label and no `ports` list), in both ingress and egress where they apply.",
             blast_radius=BlastRadius.CHANGES_CONFIG,

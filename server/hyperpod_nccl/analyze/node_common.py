@@ -6,10 +6,23 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from hyperpod_nccl.guard.commands import (
+    Command,
+    Operator,
+    Value,
+    Word,
+    command_text,
+    hyperpod_flags,
+    suggest,
+    suggest_chain,
+    value,
+)
+from hyperpod_nccl.guard.validate import InstanceId, Region, SsmTarget
 from hyperpod_nccl.models import BlastRadius, Evidence, Finding, SuggestedCommand
 from hyperpod_nccl.probes.parse.node import NodeFacts, parse_node
 from hyperpod_nccl.probes.parse.sections import Line
 from hyperpod_nccl.probes.runners.base import ProbeResult
+from hyperpod_nccl.slurm.remediation import replace_slurm_node
 from hyperpod_nccl.snapshot import Snapshot
 
 NODE_SCRIPT = "node_health"
@@ -77,67 +90,79 @@ def ladder(node: ProbedNode, up_to: str) -> list[SuggestedCommand]:
     """Suggested commands from the first rung up to `up_to`, with the node's real ids."""
     if node.instance_id is None:
         return []
-    cluster = node.cluster or "<cluster>"
-    region = node.region or "<region>"
-    base = f"--cluster-name {cluster} --region {region}"
+    base = hyperpod_flags(node.cluster, node.region)
+    instance = value(InstanceId, node.instance_id)
     commands = [
-        SuggestedCommand(
-            command=f"aws sagemaker describe-cluster-node {base} --node-id {node.instance_id}",
+        suggest(
+            "aws sagemaker describe-cluster-node",
+            *base,
+            "--node-id",
+            instance,
             why="Investigate first: the node's status and whether HyperPod already flagged it.",
-            blast_radius=BlastRadius.READ_ONLY,
             permission="sagemaker:DescribeClusterNode",
         )
     ]
     rung = _RUNGS.index(up_to)
     if rung >= _RUNGS.index("reboot"):
         commands.append(
-            SuggestedCommand(
-                command=f"aws sagemaker batch-reboot-cluster-nodes {base} --node-ids {node.instance_id}",
+            suggest(
+                "aws sagemaker batch-reboot-cluster-nodes",
+                *base,
+                "--node-ids",
+                instance,
                 why="Reboot resets the GPUs and restarts the node; move the job off it first.",
                 blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
                 permission="sagemaker:BatchRebootClusterNodes",
             )
         )
     if rung >= _RUNGS.index("replace"):
-        commands.append(_replace(node, base))
+        commands.append(_replace(node, base, instance))
     return commands
 
 
-def on_node(node: ProbedNode, check: str) -> SuggestedCommand:
-    """A read-only check to run on the node: through a Session Manager shell on a cluster node,
-    directly where the probe ran on this host."""
+def on_node(node: ProbedNode, *check: Command | Operator) -> SuggestedCommand:
+    """A read-only check to run on the node (a command line as `suggest_chain` takes it): through
+    a Session Manager shell on a cluster node, directly where the probe ran on this host."""
     target = node.result.target.ssm_target
     if target is None:
-        return SuggestedCommand(command=check, why="Confirm on the host.", blast_radius=BlastRadius.READ_ONLY)
-    return SuggestedCommand(
-        command=f"aws ssm start-session --target {target} --region {node.region or '<region>'}",
-        why=f"Confirm on the node, in the session: {check}",
-        blast_radius=BlastRadius.READ_ONLY,
+        return suggest_chain(*check, why="Confirm on the host.")
+    return suggest(
+        "aws ssm start-session --target",
+        value(SsmTarget, target),
+        "--region",
+        value(Region, node.region),
+        why=f"Confirm on the node, in the session: {command_text(*check)}",
         permission="ssm:StartSession",
     )
 
 
-def config_change(command: str, why: str) -> SuggestedCommand:
-    return SuggestedCommand(
-        command=command,
+def config_change(*command: Command | Operator, why: str) -> SuggestedCommand:
+    """A change on the node itself, as root (a command line as `suggest_chain` takes it)."""
+    return suggest_chain(
+        *command,
         why=f"{why} Persist it in the lifecycle scripts, or a replaced node comes back without it.",
         blast_radius=BlastRadius.CHANGES_CONFIG,
         permission="root on the node",
     )
 
 
-def _replace(node: ProbedNode, base: str) -> SuggestedCommand:
+def _replace(node: ProbedNode, base: tuple[Word, ...], instance: Value) -> SuggestedCommand:
+    why = "Only if the fault survives a reboot: replacement destroys the root and secondary volumes."
     if node.orchestrator == "slurm" and node.hostname:
-        command = f'scontrol update node={node.hostname} state=fail reason="Action:Replace"'
-        permission = "Slurm operator (scontrol update)"
-    else:
-        command = f"aws sagemaker batch-replace-cluster-nodes {base} --node-ids {node.instance_id}"
-        permission = "sagemaker:BatchReplaceClusterNodes"
-    return SuggestedCommand(
-        command=command,
-        why="Only if the fault survives a reboot: replacement destroys the root and secondary volumes.",
+        return suggest(
+            *replace_slurm_node(node.hostname),
+            why=why,
+            blast_radius=BlastRadius.REPLACES_NODE,
+            permission="Slurm operator (scontrol update)",
+        )
+    return suggest(
+        "aws sagemaker batch-replace-cluster-nodes",
+        *base,
+        "--node-ids",
+        instance,
+        why=why,
         blast_radius=BlastRadius.REPLACES_NODE,
-        permission=permission,
+        permission="sagemaker:BatchReplaceClusterNodes",
     )
 
 

@@ -29,7 +29,7 @@ def _provider(node: ProbedNode, expected: int | None) -> Finding | None:
         "devices vanished.",
         evidence=[node.evidence(line) for line in efa.fi_info_text[:4]],
         suggested_commands=[
-            on_node(node, "fi_info -p efa -t FI_EP_RDM; ls /sys/class/infiniband"),
+            on_node(node, "fi_info -p efa -t FI_EP_RDM", ";", "ls /sys/class/infiniband"),
             *ladder(node, "reboot"),
         ],
         **node.scope(),

@@ -25,7 +25,8 @@ def _needs_fabric_manager(node: ProbedNode) -> bool:
 
 def _fail(node: ProbedNode, finding_id: str, title: str, detail: str, lines: list[Line]) -> Finding:
     check = (
-        "systemctl status nvidia-fabricmanager; nv-fabricmanager --version; nvidia-smi -q | grep -A3 Fabric"
+        *("systemctl status nvidia-fabricmanager --no-pager", ";", "nv-fabricmanager --version", ";"),
+        *("nvidia-smi -q", "|", "grep -A3 Fabric"),
     )
     return Finding(
         id=finding_id,
@@ -35,7 +36,7 @@ def _fail(node: ProbedNode, finding_id: str, title: str, detail: str, lines: lis
         reference=FABRIC_MANAGER,
         detail=detail,
         evidence=[node.evidence(line) for line in lines],
-        suggested_commands=[on_node(node, check), *ladder(node, "replace")],
+        suggested_commands=[on_node(node, *check), *ladder(node, "replace")],
         **node.scope(),
     )
 

@@ -61,7 +61,7 @@ def _pcie(node: ProbedNode) -> list[Finding]:
                 "throughput drops severalfold without an error. Reboot to retrain it; replace if it stays.",
                 evidence=[node.evidence(line) for _, line in hard_lines[:6]],
                 suggested_commands=[
-                    on_node(node, "sudo lspci -vv | grep -E '^[0-9a-f]|LnkSta:'"),
+                    on_node(node, "sudo lspci -vv", "|", "grep -E '^[0-9a-f]|LnkSta:'"),
                     *ladder(node, "replace"),
                 ],
                 **node.scope(),

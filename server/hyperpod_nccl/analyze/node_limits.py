@@ -11,6 +11,8 @@ from hyperpod_nccl.analyze.node_common import (
     on_node,
     probed_nodes,
 )
+from hyperpod_nccl.guard.commands import Command, Operator, value
+from hyperpod_nccl.guard.validate import ProcessName
 from hyperpod_nccl.models import Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.probes.parse.efa import EXPECTED_EFA_DEVICES
 from hyperpod_nccl.probes.parse.host import Limit
@@ -48,18 +50,29 @@ def _limit_fixes(node: ProbedNode, kind: str, low: list[Limit]) -> list[Suggeste
     owners = [limit.owner for limit in low]
     label = "locked memory" if kind == "memlock" else "stack size"
     daemons = [owner for owner in owners if owner != "shell"]
-    check = f"grep -i '{label}' " + " ".join(f"/proc/$(pgrep -xo {d})/limits" for d in daemons)
-    commands = [on_node(node, check if daemons else f"ulimit -{'l' if kind == 'memlock' else 's'}")]
+    if not daemons:
+        return [
+            on_node(node, "ulimit -l" if kind == "memlock" else "ulimit -s"),
+            config_change(
+                f"echo '* - {kind} unlimited'",
+                "|",
+                f"sudo tee /etc/security/limits.d/90-{kind}.conf",
+                why="New logins pick it up.",
+            ),
+        ]
+    # The limits of the running daemon, not of a fresh shell: what its jobs inherit.
+    check: list[Command | Operator] = []
+    for daemon in daemons:
+        check += [";"] if check else []
+        check += [
+            ["pgrep -xo", value(ProcessName, daemon)],
+            "|",
+            f"xargs -I{{}} grep -i '{label}' /proc/{{}}/limits",
+        ]
+    commands = [on_node(node, *check)]
     for daemon in daemons:
         why = f"Add [Service] {_SYSTEMD_LIMIT[kind]}, then restart {daemon} with no job on the node."
-        commands.append(config_change(f"sudo systemctl edit {daemon}", why))
-    if not daemons:
-        line = f"* - {kind} unlimited"
-        commands.append(
-            config_change(
-                f"echo '{line}' | sudo tee /etc/security/limits.d/90-{kind}.conf", "New logins pick it up."
-            )
-        )
+        commands.append(config_change(["sudo systemctl edit", value(ProcessName, daemon)], why=why))
     return commands
 
 
@@ -117,7 +130,7 @@ def _shm(node: ProbedNode) -> list[Finding]:
                 suggested_commands=[
                     on_node(node, "df -h /dev/shm"),
                     config_change(
-                        "sudo mount -o remount,size=50% /dev/shm", "Half of RAM, as tmpfs defaults to."
+                        "sudo mount -o remount,size=50% /dev/shm", why="Half of RAM, as tmpfs defaults to."
                     ),
                 ],
                 **node.scope(),
@@ -133,7 +146,7 @@ def _shm(node: ProbedNode) -> list[Finding]:
                 reference=LIMITS,
                 detail="Stale NCCL files or another job hold the space; the next job cannot grow its files.",
                 evidence=[node.evidence(host.shm_size_kib.line)],
-                suggested_commands=[on_node(node, "ls -la /dev/shm | sort -k5 -n | tail")],
+                suggested_commands=[on_node(node, "ls -la /dev/shm", "|", "sort -k5 -n", "|", "tail")],
                 **node.scope(),
             )
         )
@@ -154,10 +167,10 @@ def _stale_shm(node: ProbedNode) -> Finding | None:
         "/dev/shm space; remove them only with no job on the node.",
         evidence=[node.evidence(line) for line in stale[:4]],
         suggested_commands=[
-            on_node(node, "ls -l /dev/shm/nccl-*"),
+            on_node(node, "find /dev/shm -maxdepth 1 -name 'nccl-*' -ls"),
             config_change(
                 "sudo find /dev/shm -maxdepth 1 -name 'nccl-*' -mmin +60 -delete",
-                "Only with no job running on the node.",
+                why="Only with no job running on the node.",
             ),
         ],
         **node.scope(),
@@ -180,9 +193,10 @@ def _remove_ipc(node: ProbedNode) -> Finding | None:
         suggested_commands=[
             on_node(node, "grep -i RemoveIPC /etc/systemd/logind.conf"),
             config_change(
-                "sudo sed -i 's/^#\\?RemoveIPC=.*/RemoveIPC=no/' /etc/systemd/logind.conf "
-                "&& sudo systemctl restart systemd-logind",
-                "Keeps shared memory of jobs alive when a user's last session ends.",
+                "sudo sed -i 's/^#\\?RemoveIPC=.*/RemoveIPC=no/' /etc/systemd/logind.conf",
+                "&&",
+                "sudo systemctl restart systemd-logind",
+                why="Keeps shared memory of jobs alive when a user's last session ends.",
             ),
         ],
         **node.scope(),
@@ -202,7 +216,7 @@ def _firewall(node: ProbedNode) -> Finding | None:
         detail="NCCL bootstrap and socket traffic use ephemeral ports between nodes; a DROP/REJECT rule on "
         "INPUT/OUTPUT can stall rendezvous or fall-back transports.",
         evidence=[node.evidence(line) for line in drops[:5]],
-        suggested_commands=[on_node(node, "sudo iptables -S | grep -E 'DROP|REJECT'")],
+        suggested_commands=[on_node(node, "sudo iptables -S", "|", "grep -E 'DROP|REJECT'")],
         **node.scope(),
     )
 

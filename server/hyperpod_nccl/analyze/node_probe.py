@@ -4,7 +4,9 @@ so a node that did not answer is never mistaken for a healthy one."""
 from __future__ import annotations
 
 from hyperpod_nccl.analyze.node_common import merge_alike
-from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import suggest, value
+from hyperpod_nccl.guard.validate import ClusterName, InstanceId, Region
+from hyperpod_nccl.models import Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.probes.runners.base import ProbeResult
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.probes import ProbeSnapshot
@@ -15,15 +17,15 @@ SSM = "operations.md § 3"
 def _rerun(probes: ProbeSnapshot, result: ProbeResult) -> list[SuggestedCommand]:
     if probes.local or result.target.instance_id is None:
         return []
-    command = (
-        f"hyperpod-nccl probe --cluster {probes.cluster_name or '<cluster>'} "
-        f"--region {probes.region or '<region>'} --node {result.target.instance_id}"
-    )
     return [
-        SuggestedCommand(
-            command=command,
+        suggest(
+            "hyperpod-nccl probe --cluster",
+            value(ClusterName, probes.cluster_name),
+            "--region",
+            value(Region, probes.region),
+            "--node",
+            value(InstanceId, result.target.instance_id),
             why="Probe just this node again once its SSM agent answers.",
-            blast_radius=BlastRadius.READ_ONLY,
             permission="ssm:StartSession",
         )
     ]

@@ -20,6 +20,8 @@ from hyperpod_nccl.analyze.k8s_common import (
     pod_evidence,
     pod_logs,
 )
+from hyperpod_nccl.guard.commands import suggest, value
+from hyperpod_nccl.guard.validate import KubeKind, KubeObjectName, Namespace
 from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import container_statuses, pod_key
@@ -222,12 +224,17 @@ def _owner_edit(pod: dict[str, Any], what: str) -> list[SuggestedCommand]:
     if not owners:
         return []
     owner = owners[0]
+    kind = str(owner.get("kind", "")).lower()
     return [
-        SuggestedCommand(
-            command=f"kubectl edit {owner['kind'].lower()} {owner['name']} -n {namespace_of(pod)}",
+        suggest(
+            "kubectl edit",
+            value(KubeKind, kind),
+            value(KubeObjectName, owner.get("name")),
+            "-n",
+            value(Namespace, namespace_of(pod)),
             why=f"Change {what} in the job spec; the job's pods are recreated.",
             blast_radius=BlastRadius.RESTARTS_JOB,
-            permission=f"{owner['kind'].lower()}s: update",
+            permission=f"{kind[:64]}s: update",
         )
     ]
 

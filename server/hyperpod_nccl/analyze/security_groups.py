@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from hyperpod_nccl.guard.commands import joined, suggest, value
+from hyperpod_nccl.guard.validate import Region, SecurityGroupId
 from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.aws import SecurityGroup, SecurityGroupRule
@@ -34,9 +36,14 @@ def _rules_evidence(group: SecurityGroup, direction: str, rules: list[SecurityGr
 
 
 def _authorize(group_id: str, direction: str, region: str) -> SuggestedCommand:
-    return SuggestedCommand(
-        command=f"aws ec2 authorize-security-group-{direction} --group-id {group_id} --region {region} "
-        f"--ip-permissions 'IpProtocol=-1,UserIdGroupPairs=[{{GroupId={group_id}}}]'",
+    group = value(SecurityGroupId, group_id)
+    return suggest(
+        f"aws ec2 authorize-security-group-{direction} --group-id",
+        group,
+        "--region",
+        value(Region, region),
+        "--ip-permissions",
+        joined("IpProtocol=-1,UserIdGroupPairs=[{GroupId=", group, "}]"),
         why=f"Allows all {direction} traffic between the instances that share {group_id} (EFA needs it).",
         blast_radius=BlastRadius.CHANGES_CONFIG,
         permission=f"ec2:AuthorizeSecurityGroup{direction.capitalize()}",
@@ -72,8 +79,11 @@ def _world_open(group: SecurityGroup, region: str) -> Finding | None:
     ]
     if not open_rules:
         return None
-    revoke = SuggestedCommand(
-        command=f"aws ec2 revoke-security-group-ingress --group-id {group.group_id} --region {region} "
+    revoke = suggest(
+        "aws ec2 revoke-security-group-ingress --group-id",
+        value(SecurityGroupId, group.group_id),
+        "--region",
+        value(Region, region),
         "--ip-permissions 'IpProtocol=-1,IpRanges=[{CidrIp=0.0.0.0/0}]'",
         why="Closes the world-open inbound rule; match its protocol and ports as the evidence shows them.",
         blast_radius=BlastRadius.CHANGES_CONFIG,

@@ -5,22 +5,19 @@ Without a controller nothing schedules, resumes or replaces: a DOWN primary bloc
 
 from __future__ import annotations
 
-from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import suggest
+from hyperpod_nccl.models import Evidence, Finding, Priority, Status
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.slurm import SlurmSnapshot
 
-_PING = SuggestedCommand(
-    command="scontrol ping", why="ask each controller whether it answers", blast_radius=BlastRadius.READ_ONLY
-)
-_CTLD_STATUS = SuggestedCommand(
-    command="systemctl status slurmctld --no-pager",
+_PING = suggest("scontrol ping", why="ask each controller whether it answers")
+_CTLD_STATUS = suggest(
+    "systemctl status slurmctld --no-pager",
     why="is the daemon running on the controller node, and why did it stop",
-    blast_radius=BlastRadius.READ_ONLY,
 )
-_MUNGE_STATUS = SuggestedCommand(
-    command="systemctl status munge --no-pager",
+_MUNGE_STATUS = suggest(
+    "systemctl status munge --no-pager",
     why="munged must run on every node with the same key for Slurm to authenticate",
-    blast_radius=BlastRadius.READ_ONLY,
 )
 
 

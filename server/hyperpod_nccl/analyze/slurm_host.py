@@ -3,7 +3,9 @@ and NCCL / libfabric variables set in prolog, epilog or profile files."""
 
 from __future__ import annotations
 
-from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import suggest, value
+from hyperpod_nccl.guard.validate import HostPath
+from hyperpod_nccl.models import Evidence, Finding, Priority, Status
 from hyperpod_nccl.slurm.batch_script import ScriptIssue, host_setting_issues, nccl_env_lines
 from hyperpod_nccl.snapshot import Snapshot
 
@@ -32,10 +34,8 @@ def _finding(issue: ScriptIssue, node: str | None) -> Finding:
         + ". Read on the host the Slurm probe ran on; lifecycle scripts usually set all nodes alike.",
         evidence=[Evidence(source=issue.source, line=issue.line, text=issue.text, node=node)],
         suggested_commands=[
-            SuggestedCommand(
-                command=f"grep -n . {issue.source}",
-                why="read the whole file the setting comes from",
-                blast_radius=BlastRadius.READ_ONLY,
+            suggest(
+                "grep -n .", value(HostPath, issue.source), why="read the whole file the setting comes from"
             )
         ],
     )

@@ -10,7 +10,9 @@ from collections import defaultdict
 from typing import Any
 
 from hyperpod_nccl.analyze.k8s_common import name_of, namespace_of, pod_evidence
-from hyperpod_nccl.models import BlastRadius, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import suggest, value
+from hyperpod_nccl.guard.validate import Namespace
+from hyperpod_nccl.models import Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot, PodLog, container_statuses, pod_key
 
@@ -64,11 +66,11 @@ def image_skew(job: str, pods: list[dict[str, Any]]) -> list[Finding]:
 
 
 def _images_command(pod: dict[str, Any]) -> SuggestedCommand:
-    template = "{range .items[*]}{.metadata.name}{'\\t'}{.status.containerStatuses[*].imageID}{'\\n'}{end}"
-    return SuggestedCommand(
-        command=f'kubectl get pods -n {namespace_of(pod)} -o jsonpath="{template}"',
+    return suggest(
+        "kubectl get pods -n",
+        value(Namespace, namespace_of(pod)),
+        "-o 'custom-columns=POD:.metadata.name,IMAGE_ID:.status.containerStatuses[*].imageID'",
         why="Lists the image digest every pod actually runs.",
-        blast_radius=BlastRadius.READ_ONLY,
         permission="pods: list",
     )
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from hyperpod_nccl.bundle.archive import BUNDLE_FOLDER, BundleError, check_output_path, write_archive
 from hyperpod_nccl.bundle.case import UploadSuggestion, render_case, upload_suggestion
@@ -29,7 +29,7 @@ from hyperpod_nccl.compare_cli import render_comparison
 from hyperpod_nccl.guard.redact import redact_data, redact_model
 from hyperpod_nccl.models import Report
 from hyperpod_nccl.render import render_json, render_text
-from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot
+from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot, UnusableSnapshot
 
 _ERROR_STRINGS_SHOWN = 10
 
@@ -50,6 +50,9 @@ class BundleRequest(BaseModel):
     namespace: str | None = None
     job: str | None = None
     created_at: datetime | None = Field(default=None, description="Fixes the members' time (tests).")
+    # The MCP server's output folder (no link out of it is followed) and read roots (for logs).
+    within: Path | None = None
+    read_roots: list[Path] | None = None
 
 
 class BundleResult(BaseModel):
@@ -71,18 +74,18 @@ def _load_snapshot(path: Path) -> Snapshot:
         raise BundleError(f"{path} holds no {SNAPSHOT_FILE}; pass a folder saved by `diagnose --save-bundle`")
     try:
         return Snapshot.load(directory)
-    except (ValidationError, ValueError) as error:
-        raise BundleError(f"{directory / SNAPSHOT_FILE} is not a hyperpod-nccl snapshot: {error}") from None
+    except UnusableSnapshot as error:
+        raise BundleError(str(error)) from None
 
 
-def _triage(logs: Path) -> Report:
+def _triage(logs: Path, roots: list[Path] | None) -> Report:
     try:
         from hyperpod_nccl.triage.engine import run_triage
     except ImportError:
         raise BundleError("log triage is not available in this installation; pass --report instead") from None
     if not logs.is_dir():
         raise BundleError(f"{logs} is not a folder of training logs")
-    return run_triage([logs], [])
+    return run_triage([logs], [], boundaries=roots)
 
 
 def _reports(request: BundleRequest) -> dict[str, Report]:
@@ -97,7 +100,7 @@ def _reports(request: BundleRequest) -> dict[str, Report]:
     except UnusableReport as error:
         raise BundleError(str(error)) from None
     if request.logs is not None:
-        reports["triage-report"] = _triage(request.logs)
+        reports["triage-report"] = _triage(request.logs, request.read_roots)
     return reports
 
 
@@ -154,7 +157,7 @@ def _missing(facts: CaseFacts) -> list[str]:
 
 def create_bundle(request: BundleRequest) -> BundleResult:
     """Write the escalation bundle and say what it holds and what the case still lacks."""
-    output = check_output_path(request.output)
+    output = check_output_path(request.output) if request.within is None else request.output
     reports = _reports(request)
     snapshot = _load_snapshot(request.snapshot) if request.snapshot is not None else None
     facts = redact_model(
@@ -176,7 +179,7 @@ def create_bundle(request: BundleRequest) -> BundleResult:
     listed = sorted([*members, "CASE.md"])
     members["CASE.md"] = render_case(facts, list(reports.values()), listed, output.name, comparison)
     created = request.created_at or datetime.now(UTC)
-    data = write_archive(output, members, int(created.timestamp()))
+    data = write_archive(output, members, int(created.timestamp()), within=request.within)
     return BundleResult(
         path=str(output),
         size_bytes=len(data),

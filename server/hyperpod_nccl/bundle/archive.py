@@ -11,7 +11,9 @@ import io
 import tarfile
 from pathlib import Path
 
+from hyperpod_nccl.guard.boundary import write_new_file
 from hyperpod_nccl.guard.redact import redact_text
+from hyperpod_nccl.guard.validate import preview
 
 BUNDLE_FOLDER = "hyperpod-nccl-escalation"
 _SUFFIXES = (".tar.gz", ".tgz")
@@ -21,13 +23,21 @@ class BundleError(ValueError):
     """The bundle cannot be written; the message says what to change."""
 
 
+def check_bundle_name(value: str | Path) -> Path:
+    """A path whose file name ends in .tar.gz / .tgz."""
+    path = Path(value)
+    if not path.name.endswith(_SUFFIXES):
+        raise BundleError(f"{preview(str(value))} must end in .tar.gz (the bundle is a gzipped tar)")
+    return path
+
+
 def check_output_path(value: str | Path) -> Path:
     """A new `.tar.gz` in an existing folder. An existing file is never overwritten."""
-    path = Path(value).expanduser()
+    if not str(value).strip():
+        raise BundleError("the output path is empty: name a new .tar.gz file")
     if "\x00" in str(value):
         raise BundleError("the output path cannot contain a NUL byte")
-    if not path.name.endswith(_SUFFIXES):
-        raise BundleError(f"{value!s} must end in .tar.gz (the bundle is a gzipped tar)")
+    path = check_bundle_name(Path(value).expanduser())
     if not path.parent.resolve().is_dir():
         raise BundleError(f"the folder {path.parent} does not exist on the machine running hyperpod-nccl")
     if path.exists():
@@ -47,15 +57,15 @@ def _tar_bytes(members: dict[str, str], mtime: int) -> bytes:
     return buffer.getvalue()
 
 
-def write_archive(path: Path, members: dict[str, str], mtime: int) -> bytes:
-    """Write the archive to a path that must not exist yet; return the bytes written."""
+def write_archive(path: Path, members: dict[str, str], mtime: int, *, within: Path | None = None) -> bytes:
+    """Write the archive to a path that must not exist yet (O_EXCL|O_NOFOLLOW, reached from
+    `within` without following a link); return the bytes written."""
     for name in members:
         if name.startswith("/") or ".." in Path(name).parts:
             raise BundleError(f"refusing member name {name!r}: bundle members are relative")
     compressed = gzip.compress(_tar_bytes(members, mtime), mtime=mtime)
     try:
-        with path.open("xb") as output:
-            output.write(compressed)
+        write_new_file(path, compressed, within=within)
     except FileExistsError:
         raise BundleError(f"{path} already exists; choose a new file name") from None
     except OSError as error:

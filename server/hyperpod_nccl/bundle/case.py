@@ -8,6 +8,8 @@ from hyperpod_nccl import __version__
 from hyperpod_nccl.bundle.facts import CaseFacts, ClusterIdentity
 from hyperpod_nccl.compare import ReportComparison
 from hyperpod_nccl.compare_cli import render_comparison
+from hyperpod_nccl.guard.commands import command_text, joined, placeholder, value
+from hyperpod_nccl.guard.validate import BundleFileName
 from hyperpod_nccl.models import Report, finding_sort_key
 from hyperpod_nccl.rankset import compress
 
@@ -25,8 +27,11 @@ class UploadSuggestion(BaseModel):
 
 
 def upload_suggestion(bundle_name: str) -> UploadSuggestion:
+    name = value(BundleFileName, bundle_name)
     return UploadSuggestion(
-        command=f"aws s3 cp {bundle_name} s3://<your-bucket>/hyperpod-nccl/{bundle_name}",
+        command=command_text(
+            ["aws s3 cp", name, joined("s3://", placeholder("your-bucket"), "/hyperpod-nccl/", name)]
+        ),
         why="Put the bundle where AWS Support can be given access, then paste its S3 URI into the case.",
     )
 

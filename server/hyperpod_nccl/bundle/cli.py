@@ -8,21 +8,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hyperpod_nccl.bundle import BundleError, BundleRequest, BundleResult, create_bundle
-from hyperpod_nccl.cli_common import EXIT_OK, UsageError, argparse_type
+from hyperpod_nccl.cli_common import EXIT_OK, UsageError, argparse_type, path_argument
 from hyperpod_nccl.guard.redact import redact_text
+from hyperpod_nccl.guard.text import escape_controls
 from hyperpod_nccl.guard.validate import ClusterName, JobName, Namespace, Region
 
 
 def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--report", type=Path, metavar="REPORT.json", help="a report saved with --json")
     parser.add_argument(
-        "--previous", type=Path, metavar="PREVIOUS.json", help="the report from before the last change"
+        "--report", type=path_argument, metavar="REPORT.json", help="a report saved with --json"
     )
     parser.add_argument(
-        "--snapshot", type=Path, metavar="DIR", help="a folder saved by diagnose --save-bundle"
+        "--previous",
+        type=path_argument,
+        metavar="PREVIOUS.json",
+        help="the report from before the last change",
     )
     parser.add_argument(
-        "--logs", type=Path, metavar="LOG_DIR", help="training logs to triage into the bundle"
+        "--snapshot", type=path_argument, metavar="DIR", help="a folder saved by diagnose --save-bundle"
+    )
+    parser.add_argument(
+        "--logs", type=path_argument, metavar="LOG_DIR", help="training logs to triage into the bundle"
     )
     parser.add_argument("--cluster", type=argparse_type(ClusterName), help="HyperPod cluster name or ARN")
     parser.add_argument("--region", type=argparse_type(Region), help="AWS region of the cluster")
@@ -32,7 +38,7 @@ def add_bundle_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=path_argument,
         metavar="BUNDLE.tar.gz",
         help="where to write the bundle (default: hyperpod-nccl-escalation-<UTC time>.tar.gz here)",
     )
@@ -53,7 +59,7 @@ def render_result(result: BundleResult) -> str:
         f"  $ {result.upload.command}",
         f"    {result.upload.why} [{result.upload.effect}; needs {result.upload.permission}]",
     ]
-    return redact_text("\n".join(lines) + "\n")
+    return redact_text("\n".join(escape_controls(line) for line in lines) + "\n")
 
 
 def run_bundle(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import base64
 import binascii
+import re
 import time
 from pathlib import Path
 from tempfile import NamedTemporaryFile
@@ -22,6 +23,7 @@ from kubernetes.client import Configuration
 
 from hyperpod_nccl.guard.aws import make_client
 from hyperpod_nccl.guard.k8s import ReadOnlyApiClient, read_only_api_client
+from hyperpod_nccl.guard.validate import EksClusterName, preview, validated
 from hyperpod_nccl.snapshot import CollectionIssue
 
 TOKEN_PREFIX = "k8s-aws-v1."
@@ -30,6 +32,7 @@ CLUSTER_ID_HEADER = "x-k8s-aws-id"
 # the client asks for a fresh one well before that.
 _PRESIGN_SECONDS = 60
 _REFRESH_AFTER_SECONDS = 10 * 60
+_HTTPS_ENDPOINT = re.compile(r"https://[A-Za-z0-9.-]{1,253}(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?")
 
 
 class KubernetesAccessError(Exception):
@@ -119,7 +122,18 @@ _EKS_ERROR_KINDS: dict[str, Literal["not_found", "access_denied"]] = {
 def kubernetes_client_for_eks_cluster(
     cluster_name: str, region: str, *, session: boto3.session.Session | None = None
 ) -> ReadOnlyApiClient:
-    """Look the EKS cluster up (eks:DescribeCluster) and build a read-only client for it."""
+    """Look the EKS cluster up (eks:DescribeCluster) and build a read-only client for it.
+
+    The name comes from the HyperPod cluster's orchestrator ARN and the endpoint from AWS's
+    answer: both are checked before they configure a client (a name an EKS cluster can have, an
+    https:// URL with no credentials in it)."""
+    try:
+        validated(EksClusterName, cluster_name)
+    except ValueError as error:
+        issue = CollectionIssue(
+            source="eks:DescribeCluster", kind="error", message=f"EKS cluster name: {error}"
+        )
+        raise KubernetesAccessError(issue) from None
     try:
         cluster = make_client("eks", region=region, session=session).describe_cluster(name=cluster_name)
     except ClientError as error:
@@ -137,7 +151,15 @@ def kubernetes_client_for_eks_cluster(
         raise KubernetesAccessError(issue) from error
     details = cluster["cluster"]
     ca_data = (details.get("certificateAuthority") or {}).get("data")
-    if not details.get("endpoint") or not ca_data:
+    endpoint = str(details.get("endpoint") or "")
+    if endpoint and not _HTTPS_ENDPOINT.fullmatch(endpoint):
+        message = (
+            f"EKS cluster {cluster_name!r} reports an endpoint that is not an https URL: {preview(endpoint)}"
+        )
+        raise KubernetesAccessError(
+            CollectionIssue(source="eks:DescribeCluster", kind="error", message=message)
+        )
+    if not endpoint or not ca_data:
         message = f"EKS cluster {cluster_name!r} has no API endpoint yet (status {details.get('status')})"
         raise KubernetesAccessError(
             CollectionIssue(source="eks:DescribeCluster", kind="error", message=message)

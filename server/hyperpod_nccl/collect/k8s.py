@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import urllib3
+import yaml
 from kubernetes import config as kube_config
 from kubernetes.client import AppsV1Api, Configuration, CoreV1Api, NetworkingV1Api
 from kubernetes.client.exceptions import ApiException
@@ -32,8 +33,15 @@ from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot
 
 Progress = Callable[[str], None]
 _PAGE_SIZE = 500
-# (connect, read) seconds: a slow API server must not stall the whole diagnostic.
-REQUEST_TIMEOUT = (10, 60)
+_NOT_A_KUBECONFIG = (
+    ConfigException,
+    OSError,
+    ValueError,
+    TypeError,
+    AttributeError,
+    KeyError,
+    yaml.YAMLError,
+)
 
 
 @dataclass(frozen=True)
@@ -50,10 +58,12 @@ def kubernetes_client_from_kubeconfig(path: str | None, context: str | None) -> 
         kube_config.load_kube_config(
             config_file=path, context=context, client_configuration=configuration, persist_config=False
         )
-    except (ConfigException, OSError) as error:
+    except _NOT_A_KUBECONFIG as error:
+        # /etc/passwd parses as a YAML string, not a mapping: any of these means "not a kubeconfig".
+        reason = str(error).splitlines()[0][:300] if str(error) else type(error).__name__
         raise KubernetesAccessError(
-            CollectionIssue(source="kubeconfig", kind="error", message=f"cannot use the kubeconfig: {error}")
-        ) from error
+            CollectionIssue(source="kubeconfig", kind="error", message=f"cannot use the kubeconfig: {reason}")
+        ) from None
     return read_only_api_client(configuration)
 
 
@@ -117,7 +127,8 @@ def list_all(call: Callable[..., Any]) -> list[dict[str, Any]]:
         page_args: dict[str, Any] = {"limit": _PAGE_SIZE}
         if token:
             page_args["_continue"] = token
-        response = call(**page_args, _preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+        # guard/k8s.py gives every request its (connect, read) timeouts.
+        response = call(**page_args, _preload_content=False)
         page = json.loads(response.data)
         items.extend(page.get("items") or [])
         token = (page.get("metadata") or {}).get("continue")

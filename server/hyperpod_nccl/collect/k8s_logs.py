@@ -82,7 +82,6 @@ def read_log(core: CoreV1Api, request: LogRequest, tail_lines: int) -> str:
         previous=request.previous,
         tail_lines=tail_lines,
         _preload_content=False,
-        _request_timeout=(10, 60),
     )
     return response.data.decode("utf-8", errors="replace")
 

@@ -23,6 +23,8 @@ _STOPPING_KINDS = ("unreachable", "timeout", "access_denied")
 
 def _kubernetes_client(run: CollectionRun) -> ReadOnlyApiClient:
     options, cluster = run.options, run.aws.hyperpod
+    if run.kubernetes_client is not None:
+        return run.kubernetes_client
     if options.kubeconfig or options.context:
         return kubernetes_client_from_kubeconfig(options.kubeconfig, options.context)
     if cluster is None or cluster.eks_cluster_arn is None:

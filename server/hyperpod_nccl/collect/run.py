@@ -14,6 +14,7 @@ import boto3
 from pydantic import BaseModel, ConfigDict, Field
 
 from hyperpod_nccl.collect.aws import AwsClients, Progress
+from hyperpod_nccl.guard.validate import preview
 from hyperpod_nccl.snapshot import CollectionIssue, Snapshot
 from hyperpod_nccl.snapshot.aws import AwsSnapshot
 
@@ -23,12 +24,21 @@ _DURATION = re.compile(r"(\d+)([smhd])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
+MAX_WINDOW = timedelta(days=366)
+
+
 def parse_window(text: str) -> timedelta:
-    """`90m`, `2h`, `1d`, `1h30m` → timedelta; anything else is a ValueError that says the form."""
-    parts = _DURATION.findall(text)
+    """`90m`, `2h`, `1d`, `1h30m` → timedelta, at most a year; anything else is a ValueError that
+    says the form."""
+    parts = _DURATION.findall(text[:64])
     if not parts or "".join(f"{n}{u}" for n, u in parts) != text.strip():
-        raise ValueError(f"{text!r} is not a duration like 30m, 2h or 1d")
-    return timedelta(seconds=sum(int(number) * _UNIT_SECONDS[unit] for number, unit in parts))
+        raise ValueError(f"{preview(text)} is not a duration like 30m, 2h or 1d")
+    seconds = sum(int(number[:12]) * _UNIT_SECONDS[unit] for number, unit in parts)
+    if any(len(number) > 12 for number, _ in parts) or seconds > MAX_WINDOW.total_seconds():
+        raise ValueError(
+            f"{preview(text)} reaches back more than {MAX_WINDOW.days} days; give a shorter window"
+        )
+    return timedelta(seconds=seconds)
 
 
 class DiagnoseOptions(BaseModel):
@@ -67,6 +77,7 @@ class CollectionRun:
     start: datetime
     end: datetime
     probe_runner: Any | None = None
+    kubernetes_client: Any | None = None
 
     @property
     def cluster_ref(self) -> str:

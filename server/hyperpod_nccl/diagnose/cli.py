@@ -14,12 +14,13 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from hyperpod_nccl.cli_common import UsageError, checked, emit_report
+from hyperpod_nccl.cli_common import UsageError, checked, emit_report, path_argument
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 from hyperpod_nccl.guard.redact import redact_model
+from hyperpod_nccl.guard.text import escape_controls
 from hyperpod_nccl.guard.validate import ClusterName, InstanceId, JobName, Namespace, Region
 from hyperpod_nccl.metrics.cli import add_source_arguments, source_from
-from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot
+from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot, UnusableSnapshot
 
 EXIT_FATAL = 1
 
@@ -28,7 +29,9 @@ def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
     # Neither is allowed only with --orchestrator slurm: it then reads Slurm on this host, no AWS.
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--cluster", metavar="NAME|ARN", help="HyperPod cluster name or ARN (live)")
-    source.add_argument("--bundle", metavar="DIR", type=Path, help="replay a saved snapshot, no network")
+    source.add_argument(
+        "--bundle", metavar="DIR", type=path_argument, help="replay a saved snapshot, no network"
+    )
     parser.add_argument("--region", help="AWS region (default: $AWS_DEFAULT_REGION)")
     parser.add_argument("--namespace", metavar="NS", help="scope the Kubernetes checks to a namespace")
     parser.add_argument("--job", metavar="JOB", help="scope to a job (PyTorchJob / Job name, Slurm job id)")
@@ -38,7 +41,9 @@ def add_diagnose_arguments(parser: argparse.ArgumentParser) -> None:
         "--sample-nodes", type=int, default=3, metavar="N", help="nodes to probe (0-50, default 3)"
     )
     parser.add_argument("--since", default="2h", help="CloudWatch and events window, e.g. 30m, 2h, 1d")
-    parser.add_argument("--save-bundle", metavar="DIR", type=Path, help="also write the snapshot to DIR")
+    parser.add_argument(
+        "--save-bundle", metavar="DIR", type=path_argument, help="also write the snapshot to DIR"
+    )
     parser.add_argument(
         "--kubeconfig", metavar="PATH", help="kubeconfig instead of the EKS cluster's own access"
     )
@@ -88,6 +93,16 @@ def _options(args: argparse.Namespace) -> Any:
         raise UsageError(str(error).splitlines()[-1].strip()) from None
 
 
+def save_snapshot(snapshot: Snapshot, directory: Path) -> Path:
+    """--save-bundle DIR: a new DIR/snapshot.json, or a one-line reason."""
+    try:
+        return snapshot.save(directory)
+    except FileExistsError:
+        raise UsageError(f"{directory / SNAPSHOT_FILE} already exists; choose a new folder") from None
+    except OSError as error:
+        raise UsageError(f"cannot write {directory / SNAPSHOT_FILE}: {error.strerror or error}") from None
+
+
 class TtyProgress:
     """One progress line, rewritten in place, on a terminal; silent anywhere else."""
 
@@ -98,7 +113,7 @@ class TtyProgress:
     def __call__(self, message: str, done: int, total: int | None) -> None:
         if self.enabled:
             count = f" ({done}/{total})" if total else ""
-            self.stream.write(f"\r\033[K{message[:100]}{count}")
+            self.stream.write(f"\r\033[K{escape_controls(message[:100])}{count}")
             self.stream.flush()
 
     def clear(self) -> None:
@@ -117,25 +132,22 @@ def _collect(args: argparse.Namespace) -> Snapshot | None:
         snapshot = collect_snapshot(options, progress=progress)
     except AwsPrerequisiteError as error:
         progress.clear()
-        print(f"hyperpod-nccl: {error}", file=sys.stderr)
+        print(f"hyperpod-nccl: {escape_controls(str(error))[:500]}", file=sys.stderr)
         return None
     progress.clear()
     # Secrets are masked before the snapshot is written or analyzed, so a replay sees the same data.
     snapshot = redact_model(snapshot)
     if args.save_bundle:
-        path = snapshot.save(args.save_bundle)
+        path = save_snapshot(snapshot, args.save_bundle)
         print(f"hyperpod-nccl: snapshot saved to {path}", file=sys.stderr)
     return snapshot
 
 
 def _load(directory: Path) -> Snapshot:
-    path = directory / SNAPSHOT_FILE
-    if not path.is_file():
-        raise UsageError(f"{directory} is not a bundle: {SNAPSHOT_FILE} not found in it")
     try:
         return Snapshot.load(directory)
-    except ValidationError as error:
-        raise UsageError(f"{path} is not a valid snapshot: {error.errors()[0]['msg']}") from None
+    except UnusableSnapshot as error:
+        raise UsageError(str(error)) from None
 
 
 def _with_metrics(args: argparse.Namespace, snapshot: Snapshot | None) -> Snapshot:

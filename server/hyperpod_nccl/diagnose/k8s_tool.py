@@ -1,8 +1,9 @@
-"""MCP tools for the Kubernetes side: list_pods and get_pod_logs.
+"""MCP tools for the Kubernetes side: list_kube_contexts, list_pods and get_pod_logs.
 
-Both reach the cluster through a kubeconfig (file and context) or an EKS cluster name, read with
-GET only, and return summaries sized for an LLM's context: phase counts and the unhealthy pods,
-or the tail of one container's log (redacted) with the triage engine's reading of it.
+They reach the cluster through a context of the kubeconfig the server was started with (never a
+kubeconfig path from the caller: see guard/kubeconfig.py) or an EKS cluster name, read with GET
+only, and return summaries sized for an LLM's context: phase counts and the unhealthy pods, or
+the tail of one container's log (redacted) with the triage engine's reading of it.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from pydantic import BaseModel, Field
 from hyperpod_nccl.analyze.pod_logs import relabel, triage_logs
 from hyperpod_nccl.analyze.pods import KINDS, analyze_pods, pod_problems
 from hyperpod_nccl.collect.eks_auth import KubernetesAccessError, kubernetes_client_for_eks_cluster
-from hyperpod_nccl.collect.k8s import collect_pods, kubernetes_client_from_kubeconfig
+from hyperpod_nccl.collect.k8s import collect_pods
 from hyperpod_nccl.collect.k8s_errors import issue_for
 from hyperpod_nccl.collect.k8s_logs import MAX_TAIL_LINES, LogRequest, read_pod_log
 from hyperpod_nccl.guard.k8s import ReadOnlyApiClient
-from hyperpod_nccl.guard.validate import ExistingPath, JobName, Namespace, PodName, Region
+from hyperpod_nccl.guard.kubeconfig import ContextInfo, KubeconfigRefused
+from hyperpod_nccl.guard.validate import ContainerName, EksClusterName, JobName, Namespace, PodName, Region
 from hyperpod_nccl.models import Finding
+from hyperpod_nccl.server_settings import current
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import GPU_RESOURCE, PodLog, containers_of, pod_key, requested
 
@@ -38,26 +41,15 @@ KubeContext = Annotated[
     str,
     Field(
         pattern=r"^[A-Za-z0-9@:/._-]{1,253}$",
-        description="kubeconfig context name, e.g. arn:aws:eks:us-west-2:111122223333:cluster/ml-eks.",
+        description="A context from list_kube_contexts, e.g. arn:aws:eks:us-west-2:1111:cluster/ml-eks.",
     ),
-]
-EksClusterName = Annotated[
-    str,
-    Field(
-        pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$", description="EKS cluster name (not the HyperPod name)."
-    ),
-]
-ContainerName = Annotated[
-    str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$", description="Container name.")
 ]
 TailLines = Annotated[
     int, Field(ge=1, le=MAX_TAIL_LINES, description="Lines from the end of the log (≤ 2000).")
 ]
 
 
-async def _client(
-    kubeconfig: str | None, context: str | None, eks_cluster: str | None, region: str | None
-) -> ReadOnlyApiClient:
+async def _client(context: str | None, eks_cluster: str | None, region: str | None) -> ReadOnlyApiClient:
     try:
         if eks_cluster:
             if not region:
@@ -65,9 +57,36 @@ async def _client(
             return await anyio.to_thread.run_sync(
                 lambda: kubernetes_client_for_eks_cluster(eks_cluster, region)
             )
-        return kubernetes_client_from_kubeconfig(kubeconfig, context)
+        return current().kubeconfig.client(context)
+    except KubeconfigRefused as error:
+        raise ToolError(str(error)) from None
     except KubernetesAccessError as error:
         raise ToolError(f"{error.issue.source}: {error.issue.message}") from None
+
+
+class KubeContexts(BaseModel):
+    kubeconfig: list[str] = Field(description="The kubeconfig file(s) the server was started with.")
+    contexts: list[ContextInfo] = Field(
+        description="Every context: its name, whether it is current, and "
+        "why the server refuses it, if it does."
+    )
+    problem: str | None = Field(default=None, description="Why no kubeconfig could be read, if none could.")
+
+
+def list_kube_contexts() -> KubeContexts:
+    """List the Kubernetes contexts this server can use (names only, nothing secret).
+
+    Use this before list_pods, get_pod_logs or run_diagnostic with `context`: the server only uses
+    the kubeconfig its operator started it with, and some contexts may be refused (an exec
+    credential plugin not allowlisted, a command in an auth-provider, a token file outside the
+    kubeconfig's folder). For a HyperPod EKS cluster you can also pass `eks_cluster` + `region`.
+    """
+    kubeconfig = current().kubeconfig
+    return KubeContexts(
+        kubeconfig=[str(path) for path in kubeconfig.paths],
+        contexts=kubeconfig.contexts(),
+        problem=kubeconfig.problem,
+    )
 
 
 def _compact(findings: list[Finding]) -> list[Finding]:
@@ -114,7 +133,6 @@ def _row(pod: dict[str, Any]) -> PodRow | None:
 async def list_pods(
     namespace: Namespace | None = None,
     job: JobName | None = None,
-    kubeconfig: ExistingPath | None = None,
     context: KubeContext | None = None,
     eks_cluster: EksClusterName | None = None,
     region: Region | None = None,
@@ -123,12 +141,12 @@ async def list_pods(
 
     Use this to see at a glance which pods are Pending (with the scheduler's reason), in
     CrashLoopBackOff, OOMKilled (exit 137), failing an init container or an image pull, Evicted,
-    or restarting, and on which node. Connect with `kubeconfig` (+ `context`), or with
+    or restarting, and on which node. Connect with a `context` from list_kube_contexts, or with
     `eks_cluster` + `region` (token signed with your AWS credentials; no aws CLI needed); without
-    either the default kubeconfig is used. Returns phase counts, the unhealthy pods (reason,
+    either the server kubeconfig's current context is used. Returns phase counts, the unhealthy pods (reason,
     restarts, node) and the findings with suggested kubectl commands — never the full pod list.
     """
-    client = await _client(kubeconfig, context, eks_cluster, region)
+    client = await _client(context, eks_cluster, region)
     kubernetes, issues = await collect_pods(client, namespace=namespace, job=job)
     if job:
         kubernetes.pods = kubernetes.job_pods()
@@ -169,7 +187,7 @@ class PodLogResult(BaseModel):
 
 async def _read_pod(core: CoreV1Api, pod: str, namespace: str) -> dict[str, Any]:
     response = await anyio.to_thread.run_sync(
-        lambda: core.read_namespaced_pod(pod, namespace, _preload_content=False, _request_timeout=(10, 60))
+        lambda: core.read_namespaced_pod(pod, namespace, _preload_content=False)
     )
     return json.loads(response.data)
 
@@ -204,7 +222,6 @@ async def get_pod_logs(
     container: ContainerName | None = None,
     tail: TailLines = 200,
     previous: bool = False,
-    kubeconfig: ExistingPath | None = None,
     context: KubeContext | None = None,
     eks_cluster: EksClusterName | None = None,
     region: Region | None = None,
@@ -217,7 +234,7 @@ async def get_pod_logs(
     secrets masked, plus what the log triage engine found in it (NCCL watchdog, EFA, version,
     exception lines) and its root cause when it has one.
     """
-    core = CoreV1Api(await _client(kubeconfig, context, eks_cluster, region))
+    core = CoreV1Api(await _client(context, eks_cluster, region))
     try:
         obj = await _read_pod(core, pod, namespace)
         chosen, names = _choose_container(obj, container)

@@ -54,9 +54,12 @@ async def collect_snapshot_async(
     session: boto3.session.Session | None = None,
     progress: Progress = no_progress,
     probe_runner: Any | None = None,
+    kubernetes_client: Any | None = None,
 ) -> Snapshot:
+    """`kubernetes_client`: the API client to read Kubernetes with (the MCP server's chosen
+    context); without it, the kubeconfig in `options` or the EKS cluster's own access."""
     run = _start(options, session or default_session(), progress)
-    run.probe_runner = probe_runner
+    run.probe_runner, run.kubernetes_client = probe_runner, kubernetes_client
     identity = await run.call(check_identity, run.clients.sts)
     run.aws.account, run.aws.caller_arn = identity.account, identity.arn
     await _describe(run)
@@ -236,7 +239,7 @@ def diagnose(snapshot: Snapshot) -> Report:
         SkippedInput(source=issue.source, reason=f"{issue.kind}: {issue.message}")
         for issue in snapshot.collection_issues
     ]
-    findings = run_analyzers(snapshot)
+    findings, unreadable = run_analyzers(snapshot)
     return Report.build(
-        "diagnose", findings, root_cause=diagnose_root_cause(findings), skipped=skipped_inputs
+        "diagnose", findings, root_cause=diagnose_root_cause(findings), skipped=skipped_inputs + unreadable
     )

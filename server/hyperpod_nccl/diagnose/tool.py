@@ -13,19 +13,23 @@ import anyio
 from botocore.exceptions import BotoCoreError, ClientError
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from hyperpod_nccl.analyze.cloudwatch import analyze_cloudwatch
 from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
 from hyperpod_nccl.collect import cloudwatch, hyperpod
 from hyperpod_nccl.collect.aws import AwsClients, AwsPrerequisiteError, issue_for
 from hyperpod_nccl.collect.run import DiagnoseOptions, parse_window
+from hyperpod_nccl.diagnose.k8s_tool import KubeContext
 from hyperpod_nccl.diagnose.service import collect_snapshot_async, diagnose
+from hyperpod_nccl.guard.k8s import ReadOnlyApiClient
+from hyperpod_nccl.guard.kubeconfig import KubeconfigRefused
 from hyperpod_nccl.guard.prometheus import AmpWorkspaceId, PrometheusUrl
 from hyperpod_nccl.guard.redact import redact_model
-from hyperpod_nccl.guard.validate import ClusterName, ExistingPath, InstanceId, JobName, Namespace, Region
+from hyperpod_nccl.guard.validate import ClusterName, InstanceId, JobName, Namespace, Region
 from hyperpod_nccl.models import Finding, Report, RootCause, SkippedInput, Summary
-from hyperpod_nccl.snapshot import SNAPSHOT_FILE, CollectionIssue, Snapshot
+from hyperpod_nccl.server_settings import OutputPath, ReadablePath, current
+from hyperpod_nccl.snapshot import SNAPSHOT_FILE, CollectionIssue, Snapshot, UnusableSnapshot
 from hyperpod_nccl.snapshot.aws import (
     AwsSnapshot,
     CloudWatchScan,
@@ -34,11 +38,16 @@ from hyperpod_nccl.snapshot.aws import (
     StreamMatches,
 )
 
+
+def _window(value: str) -> str:
+    parse_window(value)
+    return value
+
+
 Window = Annotated[
-    str, Field(pattern=r"^(\d+[smhd])+$", description="How far back to look, e.g. 30m, 2h, 1d (default 2h).")
-]
-KubeContext = Annotated[
-    str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,252}$", description="kubeconfig context name.")
+    str,
+    AfterValidator(_window),
+    Field(description="How far back to look, e.g. 30m, 2h, 1d (default 2h, at most 366d)."),
 ]
 _MAX_ROWS = 50
 _EVIDENCE_PER_FINDING = 3
@@ -217,12 +226,33 @@ class _ProgressRelay:
                 await stop.wait()
 
 
-async def _collect_live(ctx: Context, options: DiagnoseOptions) -> Snapshot:
+def _server_kubernetes_client(context: str | None) -> ReadOnlyApiClient | None:
+    """A context of the server's own kubeconfig, when one is named; else the EKS cluster's access."""
+    if context is None:
+        return None
+    try:
+        return current().kubeconfig.client(context)
+    except KubeconfigRefused as error:
+        raise ToolError(str(error)) from None
+
+
+def _save(snapshot: Snapshot, directory: Path) -> None:
+    try:
+        snapshot.save(directory, within=current().files.output_dir)
+    except FileExistsError:
+        raise ToolError(f"{directory} already holds a {SNAPSHOT_FILE}; choose a new folder name") from None
+    except OSError as error:
+        raise ToolError(f"cannot write the snapshot to {directory}: {error.strerror or error}") from None
+
+
+async def _collect_live(
+    ctx: Context, options: DiagnoseOptions, kubernetes: ReadOnlyApiClient | None
+) -> Snapshot:
     relay, stop = _ProgressRelay(), anyio.Event()
     async with anyio.create_task_group() as group:
         group.start_soon(relay.pump, ctx, stop)
         try:
-            return await collect_snapshot_async(options, progress=relay)
+            return await collect_snapshot_async(options, progress=relay, kubernetes_client=kubernetes)
         except AwsPrerequisiteError as error:
             problem = str(error)
         finally:
@@ -232,10 +262,10 @@ async def _collect_live(ctx: Context, options: DiagnoseOptions) -> Snapshot:
 
 
 def _load_bundle(directory: str) -> Snapshot:
-    path = Path(directory) / SNAPSHOT_FILE
-    if not path.is_file():
-        raise ToolError(f"{directory} is not a bundle: {SNAPSHOT_FILE} not found in it")
-    return Snapshot.load(Path(directory))
+    try:
+        return Snapshot.load(Path(directory))
+    except UnusableSnapshot as error:
+        raise ToolError(str(error)) from None
 
 
 async def run_diagnostic(
@@ -248,9 +278,11 @@ async def run_diagnostic(
     node: InstanceId | None = None,
     sample_nodes: Annotated[int, Field(ge=0, le=50, description="Nodes to probe over SSM; 0 skips.")] = 3,
     since: Window = "2h",
-    bundle: ExistingPath | None = None,
-    save_bundle: Annotated[str | None, Field(description="Directory to write the snapshot to.")] = None,
-    kubeconfig: ExistingPath | None = None,
+    bundle: ReadablePath | None = None,
+    save_bundle: Annotated[
+        OutputPath | None,
+        Field(description="A new folder in the server's output directory for the snapshot."),
+    ] = None,
     context: KubeContext | None = None,
     prometheus: PrometheusUrl | None = None,
     amp_workspace: AmpWorkspaceId | None = None,
@@ -262,9 +294,9 @@ async def run_diagnostic(
     (pods, events, NetworkPolicies, NCCL env, pod logs) or Slurm, sampled on-node probes and
     CloudWatch. Live: give `cluster` and `region` (scope with `namespace` / `job`). Offline: give
     `bundle` (a directory written with `save_bundle` or `diagnose --save-bundle`). Kubernetes
-    access comes from the EKS cluster itself unless `kubeconfig` / `context` are given. With
-    `prometheus` (a URL) or `amp_workspace`, the window's DCGM GPU metrics are checked too (hang
-    onset, silent GPUs, throttling, PCIe, ECC, stragglers). Returns the
+    access comes from the EKS cluster itself unless `context` (see list_kube_contexts) is given.
+    With `prometheus` (a URL) or `amp_workspace`, the window's DCGM GPU metrics are checked too
+    (hang onset, silent GPUs, throttling, PCIe, ECC, stragglers). Returns the
     FAIL/WARN/INFO findings with ids, references and suggested commands (run none yourself:
     show them to the user), the passed checks by title, and what could not be collected.
     Progress is reported while it runs; a large cluster can take minutes.
@@ -283,15 +315,14 @@ async def run_diagnostic(
             node=node,
             sample_nodes=sample_nodes,
             since=since,
-            kubeconfig=kubeconfig,
-            context=context,
             prometheus=prometheus,
             amp_workspace=amp_workspace,
         )
-        snapshot = redact_model(await _collect_live(ctx, options))
+        kubernetes = _server_kubernetes_client(context)
+        snapshot = redact_model(await _collect_live(ctx, options, kubernetes))
         if save_bundle:
-            snapshot.save(Path(save_bundle))
-    saved = str(Path(save_bundle).resolve()) if save_bundle and not bundle else None
+            _save(snapshot, Path(save_bundle))
+    saved = save_bundle if save_bundle and not bundle else None
     return _result(diagnose(snapshot), bundle or "live", saved)
 
 

@@ -13,7 +13,8 @@ from typing import Literal
 from hyperpod_nccl.flight_recorder.analyze import Analysis, Disagreement, Group, Issued, Kind, Sighting
 from hyperpod_nccl.flight_recorder.callsite import describe
 from hyperpod_nccl.flight_recorder.reader import Unreadable
-from hyperpod_nccl.models import BlastRadius, Category, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import placeholder, suggest
+from hyperpod_nccl.models import Category, Evidence, Finding, Priority, Status, SuggestedCommand
 from hyperpod_nccl.rankset import compress
 
 MAX_LISTED_RANKS = 64
@@ -176,10 +177,10 @@ def _finding(d: Disagreement, finding_id: str, title: str, detail: str, referenc
 
 
 def _py_spy(rank: int) -> SuggestedCommand:
-    return SuggestedCommand(
-        command=f"py-spy dump --pid <pid of rank {rank}>",
+    return suggest(
+        "py-spy dump --pid",
+        placeholder(f"pid of rank {rank}"),
         why="shows where that rank's Python is, if the job is still hung",
-        blast_radius=BlastRadius.READ_ONLY,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from hyperpod_nccl.guard import ssm as ssm_guard
 from hyperpod_nccl.guard.prometheus import amp_iam_actions
 
 # Every AWS operation the product may call. Only reads: Describe*/List*/Get*, log searches and
@@ -59,10 +60,12 @@ PROBE_SESSION_OPERATIONS: Mapping[str, frozenset[str]] = {
     "ssm": frozenset({"StartSession", "TerminateSession"}),
 }
 
-_RETRY_CONFIG = Config(
-    retries={"mode": "adaptive", "max_attempts": 6},
-    connect_timeout=10,
-    read_timeout=60,
+# Adaptive retries absorb throttling; three attempts of at most 5 s to connect and 20 s to read
+# bound one call to about a minute (six of 60 s held a silent endpoint for 423 s).
+CLIENT_CONFIG = Config(
+    retries={"mode": "adaptive", "total_max_attempts": 3},
+    connect_timeout=5,
+    read_timeout=20,
     user_agent_extra="hyperpod-nccl",
 )
 
@@ -70,13 +73,21 @@ _RETRY_CONFIG = Config(
 class ReadOnlyViolation(PermissionError):
     """Raised before a non-read AWS operation leaves the process."""
 
-    def __init__(self, service: str, operation: str) -> None:
+    def __init__(self, service: str, operation: str, why: str | None = None) -> None:
         self.service = service
         self.operation = operation
+        because = f" ({why})" if why else ""
         super().__init__(
-            f"hyperpod-nccl is read-only: refused {service}:{operation} before it was sent. "
+            f"hyperpod-nccl is read-only: refused {service}:{operation}{because} before it was sent. "
             "Suggest the command to the user instead of running it."
         )
+
+
+# Operations allowed only with parameters the guard checks itself: (params) -> why refused, or None.
+_PARAMETER_CHECKS = {
+    "StartSession": ssm_guard.start_session_refusal,
+    "TerminateSession": ssm_guard.terminate_session_refusal,
+}
 
 
 def allowed_operations(service: str, *, probe_sessions: bool = False) -> frozenset[str]:
@@ -100,9 +111,13 @@ def make_read_only_hook(service: str, *, probe_sessions: bool = False):
     """A botocore event handler that refuses every operation outside the allowlist."""
     allowed = allowed_operations(service, probe_sessions=probe_sessions)
 
-    def refuse_unless_allowed(model: Any, **_: Any) -> None:
+    def refuse_unless_allowed(model: Any, params: Any = None, **_: Any) -> None:
         if model.name not in allowed:
             raise ReadOnlyViolation(service, model.name)
+        check = _PARAMETER_CHECKS.get(model.name) if service == "ssm" else None
+        why = check(params if isinstance(params, dict) else {}) if check else None
+        if why:
+            raise ReadOnlyViolation(service, model.name, why)
 
     return refuse_unless_allowed
 
@@ -113,6 +128,8 @@ def guard_client(client: Any, *, probe_sessions: bool = False) -> Any:
     hook = make_read_only_hook(service, probe_sessions=probe_sessions)
     # Client event emitters are per client: the bare event name covers every operation.
     client.meta.events.register_first("before-parameter-build", hook)
+    if probe_sessions and service == "ssm":
+        client.meta.events.register("after-call.ssm.StartSession", ssm_guard.remember_session)
     return client
 
 
@@ -131,5 +148,5 @@ def make_client(
     if service not in READ_OPERATIONS and service not in PROBE_SESSION_OPERATIONS:
         raise ValueError(f"hyperpod-nccl does not use the AWS service {service!r}")
     session = session or boto3.session.Session()
-    client = session.client(service, region_name=region, config=_RETRY_CONFIG)
+    client = session.client(service, region_name=region, config=CLIENT_CONFIG)
     return guard_client(client, probe_sessions=probe_sessions)

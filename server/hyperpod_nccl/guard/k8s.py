@@ -10,7 +10,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kubernetes.client import ApiClient, Configuration
+from urllib3.util.retry import Retry
 
+# (connect, read) seconds for every request; a tool call as a whole has the server's deadline.
+REQUEST_TIMEOUT = (5.0, 30.0)
 # Subresources that run code or tunnel traffic into the cluster, even over GET.
 FORBIDDEN_SUBRESOURCES = frozenset({"exec", "attach", "portforward", "proxy"})
 
@@ -49,12 +52,17 @@ def check_request(method: str, url: str) -> None:
 
 
 class ReadOnlyApiClient(ApiClient):
-    """The only Kubernetes ApiClient the product uses."""
+    """The only Kubernetes ApiClient the product uses: GET only, and never without a time limit."""
 
     def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         check_request(method, url)
+        if len(args) < 4 and kwargs.get("_request_timeout") is None:
+            kwargs["_request_timeout"] = REQUEST_TIMEOUT
         return super().call_api(method, url, *args, **kwargs)
 
 
 def read_only_api_client(configuration: Configuration) -> ReadOnlyApiClient:
+    # A silent API server does not answer a second time either: retry a refused connection once,
+    # never a read that timed out (urllib3's default of three retries made one call last 4 x 60 s).
+    configuration.retries = Retry(total=2, connect=2, read=0, status=0, other=0, backoff_factor=0.5)
     return ReadOnlyApiClient(configuration=configuration)

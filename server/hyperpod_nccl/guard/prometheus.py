@@ -16,6 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import AfterValidator, Field
 
+from hyperpod_nccl.guard.validate import Placeholder
+
 # Path under the API root → the IAM action Amazon Managed Service for Prometheus checks.
 READ_PATHS: dict[str, str] = {
     "/api/v1/query": "aps:QueryMetrics",
@@ -69,6 +71,7 @@ def _prometheus_url(value: str) -> str:
 PrometheusUrl = Annotated[
     str,
     AfterValidator(_prometheus_url),
+    Placeholder("prometheus-url"),
     Field(description="Prometheus base URL, e.g. http://prometheus.monitoring:9090 (no /api/v1)."),
 ]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import anyio
 
-from hyperpod_nccl.cli_common import UsageError, checked, emit_report
+from hyperpod_nccl.cli_common import UsageError, checked, emit_report, path_argument
+from hyperpod_nccl.guard.text import escape_controls
 from hyperpod_nccl.guard.validate import ClusterName, InstanceId, Region
 from hyperpod_nccl.probes.fanout import (
     DEFAULT_CONCURRENCY,
@@ -27,7 +28,7 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--replay",
         metavar="DIR",
-        type=Path,
+        type=path_argument,
         help="analyze recorded node_health outputs, one DIR/<instance-id>.txt each",
     )
     parser.add_argument("--region", help="AWS region of the cluster (required with --cluster)")
@@ -50,7 +51,9 @@ def add_probe_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _progress(update: ProbeProgress) -> None:
-    print(f"probe {update.done}/{update.total}: {update.node} {update.status}", file=sys.stderr)
+    print(
+        f"probe {update.done}/{update.total}: {escape_controls(update.node)} {update.status}", file=sys.stderr
+    )
 
 
 async def _probe_cluster(args: argparse.Namespace) -> ProbeSnapshot:

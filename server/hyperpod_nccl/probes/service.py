@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from hyperpod_nccl.analyze import PROBE_ANALYZERS
+from hyperpod_nccl.analyze import PROBE_ANALYZERS, run_each
 from hyperpod_nccl.models import Report, SkippedInput
 from hyperpod_nccl.probes.catalog import probe_script
 from hyperpod_nccl.probes.fanout import (
@@ -97,8 +97,8 @@ def probe_report(probes: ProbeSnapshot) -> Report:
         orchestrator=probes.orchestrator,
         probes=probes,
     )
-    findings = [finding for analyzer in PROBE_ANALYZERS for finding in analyzer(snapshot)]
-    skipped = [
+    findings, unreadable = run_each(PROBE_ANALYZERS, snapshot)
+    skipped = unreadable + [
         SkippedInput(source=f"probe {result.target.label}", reason=result.error or result.status)
         for result in probes.results
         if result.status != "ok"

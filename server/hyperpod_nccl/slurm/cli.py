@@ -42,7 +42,11 @@ def slurm_snapshot_here(args: argparse.Namespace) -> Snapshot:
     except SlurmUnavailable as error:
         raise UsageError(str(error)) from None
     if args.save_bundle:
-        print(f"hyperpod-nccl: snapshot saved to {snapshot.save(args.save_bundle)}", file=sys.stderr)
+        from hyperpod_nccl.diagnose.cli import save_snapshot
+
+        print(
+            f"hyperpod-nccl: snapshot saved to {save_snapshot(snapshot, args.save_bundle)}", file=sys.stderr
+        )
     return snapshot
 
 

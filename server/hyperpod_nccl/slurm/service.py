@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 from datetime import UTC, datetime
 
+from hyperpod_nccl.analyze import run_each
 from hyperpod_nccl.analyze.slurm_controller import analyze_slurm_controller
 from hyperpod_nccl.analyze.slurm_host import analyze_slurm_host
 from hyperpod_nccl.analyze.slurm_jobs import analyze_slurm_jobs
@@ -77,6 +78,6 @@ async def collect_slurm_snapshot(
 
 
 def slurm_report(snapshot: Snapshot) -> Report:
-    findings = [finding for analyzer in SLURM_ANALYZERS for finding in analyzer(snapshot)]
+    findings, unreadable = run_each(SLURM_ANALYZERS, snapshot)
     skipped = [SkippedInput(source=i.source, reason=i.message) for i in snapshot.collection_issues]
-    return Report.build("diagnose", findings, skipped=skipped)
+    return Report.build("diagnose", findings, skipped=skipped + unreadable)

@@ -136,7 +136,9 @@ class ReasonMeaning:
 # slurmctld-set reasons (log-formats §8.4) and the replacement marker from the HyperPod docs.
 _REASONS: list[tuple[re.Pattern[str], ReasonMeaning]] = [
     (
-        re.compile(r"(?P<gres>\w+) count reported lower than configured \((?P<have>\d+) < (?P<cfg>\d+)\)"),
+        re.compile(
+            r"(?<!\w)(?P<gres>\w{1,64}) count reported lower than configured \((?P<have>\d+) < (?P<cfg>\d+)\)"
+        ),
         ReasonMeaning(
             "gres_mismatch",
             "the node reported fewer GPUs (GRES) than slurm.conf configures: a GPU vanished "

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hyperpod_nccl.bounded import Text
+
 
 class _Part(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -32,7 +34,7 @@ class HyperPodCluster(_Part):
     arn: str
     cluster_id: str = Field(description="The last part of the ARN; names the CloudWatch log group.")
     status: str
-    failure_message: str | None = None
+    failure_message: Text | None = None
     orchestrator: Literal["eks", "slurm"]
     eks_cluster_arn: str | None = None
     node_recovery: str | None = Field(default=None, description="Automatic | None; absent on old clusters.")
@@ -48,7 +50,7 @@ class ClusterNode(_Part):
     instance_group: str
     instance_type: str | None = None
     status: str
-    message: str | None = None
+    message: Text | None = None
     launch_time: str | None = None
 
 
@@ -98,7 +100,7 @@ class StreamMatches(_Part):
     counts: dict[str, int] = Field(default_factory=dict, description="Pattern name → matching events.")
     first_seen: str | None = None
     last_seen: str | None = None
-    sample: str | None = Field(default=None, description="The earliest matching message, verbatim.")
+    sample: Text | None = Field(default=None, description="The earliest matching message, verbatim.")
 
 
 class CloudWatchScan(_Part):

@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from hyperpod_nccl.bounded import LogText
+
 # Labels training operators put on their pods, most specific first. `app` is only trusted when the
 # user named the job: in an all-namespaces scan it would also group every ordinary Deployment.
 TRAINING_JOB_LABELS = (
@@ -42,8 +44,20 @@ class PodLog(BaseModel):
     container: str
     previous: bool = False
     node: str | None = None
-    text: str = ""
+    text: LogText = ""
     truncated: bool = Field(default=False, description="True when only the tail was fetched.")
+
+
+_OBJECT_LISTS = (
+    "nodes",
+    "pods",
+    "events",
+    "services",
+    "endpoints",
+    "network_policies",
+    "namespaces",
+    "daemonsets",
+)
 
 
 class KubernetesSnapshot(BaseModel):
@@ -58,6 +72,26 @@ class KubernetesSnapshot(BaseModel):
     namespaces: list[dict[str, Any]] = Field(default_factory=list)
     daemonsets: list[dict[str, Any]] = Field(default_factory=list, description="kube-system daemonsets.")
     pod_logs: list[PodLog] = Field(default_factory=list)
+
+    def drop_malformed(self) -> list[str]:
+        """Remove objects an analyzer could not read (a bundle edited by hand, or cut short), and say
+        which: each kept object has a named metadata, and pods and nodes a spec and a status."""
+        dropped: list[str] = []
+        for name in _OBJECT_LISTS:
+            kept = []
+            for index, item in enumerate(getattr(self, name)):
+                metadata = item.get("metadata") if isinstance(item, dict) else None
+                # Events are read by their fields alone; every other object by its name.
+                named = isinstance(metadata, dict) and isinstance(metadata.get("name"), str)
+                if not named and not (name == "events" and isinstance(item, dict)):
+                    dropped.append(f"kubernetes.{name}[{index}]: not a Kubernetes object (no metadata.name)")
+                    continue
+                for part in ("spec", "status") if name in ("pods", "nodes") else ():
+                    if not isinstance(item.get(part), dict):
+                        item[part] = {}
+                kept.append(item)
+            setattr(self, name, kept)
+        return dropped
 
     def training_jobs(self) -> dict[str, list[dict[str, Any]]]:
         """The pods of each training job in scope, keyed `namespace/job`."""

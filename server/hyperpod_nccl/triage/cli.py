@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from hyperpod_nccl.cli_common import UsageError, emit_report
+from hyperpod_nccl.cli_common import UsageError, emit_report, path_argument
 from hyperpod_nccl.compare_cli import add_compare_argument, print_comparison
 
 
 def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "log_dir", type=Path, metavar="LOG_DIR", help="worker logs: a directory (read recursively) or a file"
+        "log_dir",
+        type=path_argument,
+        metavar="LOG_DIR",
+        help="worker logs: a directory (read recursively) or a file",
     )
     parser.add_argument(
         "storage_log_dir",
-        type=Path,
+        type=path_argument,
         nargs="?",
         metavar="STORAGE_LOG_DIR",
         help="storage daemon logs (e.g. AIStore): a directory or .tar.gz archives",
+    )
+    parser.add_argument(
+        "--follow-links", action="store_true", help="also read symlinks that point outside LOG_DIR"
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     add_compare_argument(parser)
@@ -29,10 +34,10 @@ def run_triage_command(args: argparse.Namespace) -> int:
     from hyperpod_nccl.triage.engine import nothing_read, run_triage
 
     storage = [args.storage_log_dir] if args.storage_log_dir else []
-    reason = unusable_reason([args.log_dir], storage)
+    reason = unusable_reason([args.log_dir], storage, follow_links=args.follow_links)
     if reason:
         raise UsageError(reason)
-    report = run_triage([args.log_dir], storage)
+    report = run_triage([args.log_dir], storage, follow_links=args.follow_links)
     if reason := nothing_read(report):
         raise UsageError(reason)
     status = emit_report(report, args.json)

@@ -44,10 +44,17 @@ _FINAL_KINDS = ("take_down", "sigterm")
 _LAUNCHER_EXIT_KINDS = ("worker_exit", "srun_task", "slurm_cancel")  # how a job's end is reported
 
 
-def run_triage(log_paths: Sequence[Path], storage_paths: Sequence[Path] = ()) -> Report:
+def run_triage(
+    log_paths: Sequence[Path],
+    storage_paths: Sequence[Path] = (),
+    *,
+    follow_links: bool = False,
+    boundaries: Sequence[Path] | None = None,
+) -> Report:
     """Triage worker logs (and optional storage daemon logs) into one report (kind="triage").
-    Flight Recorder dumps among the inputs are read as dumps, not as logs, and joined in."""
-    found = discover(log_paths, storage_paths)
+    Flight Recorder dumps among the inputs are read as dumps, not as logs, and joined in. Symlinks
+    out of the input (or out of `boundaries`) are skipped unless `follow_links`."""
+    found = discover(log_paths, storage_paths, follow_links=follow_links, boundaries=boundaries)
     logs, dumps = split_inputs(found.files)
     scans = scan_all(logs)
     return analyse(scans, found.skipped, [evidence for evidence in [dump_evidence(dumps)] if evidence])

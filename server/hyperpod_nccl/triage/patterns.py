@@ -280,9 +280,10 @@ CONFIG = (
             "TCP client failed to connect",
             "Socket Timeout",
         ),
-        r"^(?=(?:.*?connect to \((?P<master>[^,\s]+), (?P<port>\d+)\))?)"
-        r"(?=(?:.*?(?P<joined>\d+)/(?P<expected>\d+) clients joined)?)"
-        r"(?=(?:.*?ncclUniqueId from \[(?P<root>\d+)\])?)",
+        # Bounded repeats: `\d+` after `.*?` backtracked quadratically over a 64 KiB run of digits.
+        r"^(?=(?:.*?connect to \((?P<master>[^,\s]{1,253}), (?P<port>\d{1,5})\))?)"
+        r"(?=(?:.*?(?<!\d)(?P<joined>\d{1,9})/(?P<expected>\d{1,9}) clients joined)?)"
+        r"(?=(?:.*?ncclUniqueId from \[(?P<root>\d{1,9})\])?)",
     ),
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
     # A TCP connect to the store that never completed: errno 110 / 113 mean the address is

@@ -24,7 +24,7 @@ AER = re.compile(
 )
 LNKSTA_DOWNGRADED = re.compile(r"LnkSta:.*\(downgraded\)")
 BANDWIDTH_LIMITED = re.compile(r"available PCIe bandwidth, limited by .*\(capable of")
-NIC_LINK = re.compile(r"(?P<dev>\S+?):? (?:Port: \d+ )?Link (?P<state>down|up|DOWN|UP|Down|Up)\b")
+NIC_LINK = re.compile(r"(?<!\S)(?P<dev>\S{1,64}?):? (?:Port: \d+ )?Link (?P<state>down|up|DOWN|UP|Down|Up)\b")
 _LSPCI_DEVICE = re.compile(r"^(?P<bdf>(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]) (?P<what>.*)$")
 
 

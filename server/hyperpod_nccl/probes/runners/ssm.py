@@ -25,11 +25,11 @@ import anyio
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hyperpod_nccl.guard.aws import make_client
+from hyperpod_nccl.guard.ssm import DOCUMENT
 from hyperpod_nccl.probes.catalog import SECTION_MARKER, ProbeScript
 from hyperpod_nccl.probes.runners.base import NodeTarget, ProbeResult
 from hyperpod_nccl.probes.runners.process import run_argv
 
-DOCUMENT = "AWS-StartNonInteractiveCommand"
 PLUGIN = "session-manager-plugin"
 INSTALL_HINT = (
     "session-manager-plugin not found on PATH. Install session-manager-plugin "

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hyperpod_nccl.models import BlastRadius, Category, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.guard.commands import placeholder, suggest
+from hyperpod_nccl.models import Category, Finding, Priority, Status
 from hyperpod_nccl.rankset import compress
 from hyperpod_nccl.triage.classify import Classification
 from hyperpod_nccl.triage.events import Event
@@ -140,10 +141,10 @@ def _straggler(incident: Incident) -> Finding:
         nodes=_nodes(culprits, incident),
         evidence=[evidence(e, topology) for e in lines + _waiting_witness(incident)],
         suggested_commands=[
-            SuggestedCommand(
-                command=f"py-spy dump --pid <pid of rank {culprits[0]}>",
+            suggest(
+                "py-spy dump --pid",
+                placeholder(f"pid of rank {culprits[0]}"),
                 why="shows where the straggler's Python stack is stuck if the job hangs again",
-                blast_radius=BlastRadius.READ_ONLY,
             )
         ],
     )
