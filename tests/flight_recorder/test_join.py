@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from hyperpod_nccl.rankset import expand
 from hyperpod_nccl.triage.budget import BUDGET_BYTES
@@ -21,6 +20,7 @@ from hyperpod_nccl.triage.engine import run_triage
 from tests.flight_recorder.conftest import GLOO
 from tests.flight_recorder.ncclgen import job, write_job
 from tests.flight_recorder.test_reader_safety import _WritesAFile
+from tests.servers.mcp_stdio import serve
 from tests.triage.loggen import COLLECTIVES_PER_STEP
 from tests.triage.scenarios import STEPS, straggler_2_4_per_rank, straggler_current_slurm
 
@@ -134,8 +134,7 @@ def test_the_cli_and_the_mcp_tool_carry_the_dumps_within_the_report_budget(tmp_p
 
 @pytest.mark.anyio
 async def _mcp(log_dir: Path) -> dict:
-    server = StdioServerParameters(command=sys.executable, args=["-m", "hyperpod_nccl", "serve"])
-    async with Client(server) as client:
+    async with Client(serve(log_dir)) as client:
         result = await client.call_tool("triage_logs", {"log_dir": str(log_dir)})
     assert not result.is_error
     return result.structured_content

@@ -148,7 +148,7 @@ def test_names_that_are_not_utf8_or_hold_newlines_or_escapes_cannot_forge_output
     logs.mkdir()
     line = (EXAMPLE_LOGS / "error-51877-0.out").read_text()
     (logs / os.fsdecode(b"rank-\xff.out")).write_text(line)
-    (logs / "rank-1.out\n[FAIL] P0 forged line").write_text(line + "\x1b]0;owned\x07 \x1b[31mred\x1b[0m\n")
+    (logs / "rank-1.out\n[FAIL] P0 forged line").write_text("\x1b]0;owned\x07 \x1b[31mred\x1b[0m\n")
     text = subprocess.run([*CLI, "triage", str(logs)], capture_output=True, timeout=120)
     as_json = subprocess.run([*CLI, "triage", str(logs), "--json"], capture_output=True, timeout=120)
     assert text.returncode in (0, 1) and as_json.returncode in (0, 1), text.stderr

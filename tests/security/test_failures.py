@@ -75,7 +75,7 @@ def test_a_huge_previous_report_is_refused_without_reading_it_whole(tmp_path: Pa
     with huge.open("wb") as handle:
         handle.truncate(300 << 20)  # sparse: 300 MB on paper
     done = run("compare", str(huge), str(huge))
-    assert done.returncode == 2 and "larger than" in done.stderr
+    assert done.returncode == 2 and "a report is at most 16 MiB" in done.stderr
 
 
 def test_an_unexpected_error_is_one_redacted_line_and_exit_2(

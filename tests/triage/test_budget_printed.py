@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 from hyperpod_nccl.models import Evidence, Finding, Priority, Report, Status, TimelineEvent
 from hyperpod_nccl.render import render_json, render_text, shorten
 from hyperpod_nccl.triage.budget import BUDGET_BYTES, fit_to_budget, size_of
+from tests.servers.mcp_stdio import serve
 from tests.triage import scenarios
 
 CLI = [sys.executable, "-m", "hyperpod_nccl"]
@@ -42,8 +42,7 @@ def test_the_cli_prints_at_most_8_kb_of_json_for_1024_ranks(job_of_1024_ranks: P
 
 @pytest.mark.anyio
 async def test_the_mcp_result_is_the_same_8_kb_the_cli_prints(job_of_1024_ranks: Path) -> None:
-    server = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "serve"])
-    async with Client(server) as client:
+    async with Client(serve(job_of_1024_ranks)) as client:
         result = await client.call_tool("triage_logs", {"log_dir": str(job_of_1024_ranks)})
     assert not result.is_error
     [content] = result.content

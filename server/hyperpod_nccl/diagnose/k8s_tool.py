@@ -80,6 +80,8 @@ def list_kube_contexts() -> KubeContexts:
     the kubeconfig its operator started it with, and some contexts may be refused (an exec
     credential plugin not allowlisted, a command in an auth-provider, a token file outside the
     kubeconfig's folder). For a HyperPod EKS cluster you can also pass `eks_cluster` + `region`.
+    Returns the kubeconfig files read, each context with whether it may be used and why not, and
+    any problem reading them.
     """
     kubeconfig = current().kubeconfig
     return KubeContexts(

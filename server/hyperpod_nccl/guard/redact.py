@@ -42,9 +42,22 @@ def _mask_assignment(match: re.Match[str]) -> str:
     single, double = match.group("single"), match.group("double")
     quote = "'" if single is not None else '"' if double is not None else ""
     value = single if single is not None else double if double is not None else match.group("bare")
-    if not value or value == MASK:
+    if not value or value == MASK or _error_code_then_prose(match):
         return match.group(0)
     return f"{match.group('name')}{match.group('sep')}{quote}{MASK}{quote}"
+
+
+_ERROR_CODE = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]*)+")
+_PROSE_WORD = re.compile(r"[A-Z][a-z]{0,11}")
+
+
+def _error_code_then_prose(match: re.Match[str]) -> bool:
+    """`InvalidClientTokenId: The security token …`: an AWS error code and its message, not a secret."""
+    return (
+        ":" in match.group("sep")
+        and bool(_ERROR_CODE.fullmatch(match.group("name")))
+        and bool(_PROSE_WORD.fullmatch(match.group("bare") or ""))
+    )
 
 
 def _mask_random_assignment(match: re.Match[str]) -> str:
