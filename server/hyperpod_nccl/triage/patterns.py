@@ -140,6 +140,13 @@ GPU = (
         r"(?i)cuda failure\s*(?:\d+\s*)?'?out of memory|failed to cuda calloc",
     ),
     _p("cuda_oom", ("CUDA error", "Cuda failure"), "out of memory"),
+    # TensorFlow's allocator and the CUDA driver API name GPU exhaustion their own way; TF says
+    # which device, and a CPU allocator running out is host memory, not the GPU.
+    _p(
+        "cuda_oom",
+        ("OOM when allocating", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation"),
+        r"^(?!.*(?:device:CPU|allocator cpu))",
+    ),
     _p(
         "cudnn_not_initialized",
         ("CUDNN_STATUS_NOT_INITIALIZED", "CUBLAS_STATUS_ALLOC_FAILED", "CUBLAS_STATUS_NOT_INITIALIZED"),
@@ -153,7 +160,13 @@ GPU = (
     _p("nvlink_error", "NVLink", "uncorrectable NVLink error"),
     _p("no_gpu", ("No CUDA GPUs are available", "CUDA-capable device")),
     _p("cuda_error", "CUDA error: ", r"CUDA error: (?P<what>[^.\n]*)"),
-    _p("cuda_error", ("Cuda failure", "CUDA failure"), r"(?i)cuda failure\s*(?:\d+\s*)?'(?P<what>[^']*)'"),
+    # `Cuda failure 'x'` (NCCL), `Cuda failure 1 'x'` (NCCL ≥ 2.19), `Test CUDA failure common.cu:941 'x'`
+    # (nccl-tests), `Failed: Cuda error nccl.cu:60 'x'` (applications built on NCCL's example macros).
+    _p(
+        "cuda_error",
+        ("Cuda failure", "CUDA failure", "Cuda error ", "CUDA error "),
+        r"(?i)cuda (?:failure|error)\s*(?:\d+\s*)?(?:[\w./-]+:\d+\s*)?'(?P<what>[^']*)'",
+    ),
     _p(
         "p2p_unsupported",
         ("via P2P or IB", "peer access is not supported", "P2P is not supported"),
@@ -180,8 +193,22 @@ PROCESS = (
     _p("oom_killed", "Killed process", r"Killed process (?P<pid>\d+) \((?P<comm>[^)]*)\)", key="pid"),
     _p("oom_killed", "Detected", r"Detected (?P<events>\d+) oom[_-]kill event"),
     _p("oom_killed", "OOMKilled"),
+    # Ray's memory monitor (`Workers (tasks / actors) killed due to memory pressure (OOM)`,
+    # `OutOfMemoryError: Task was killed due to the node running low on memory`) and the kernel's
+    # own `python invoked oom-killer` / `oom-kill:constraint=…` lines.
+    _p(
+        "oom_killed",
+        ("killed due to memory pressure", "running low on memory", "invoked oom-killer", "oom-kill:"),
+    ),
     # The shell's report of a child killed by SIGKILL: `Killed`, `bash: line 1: 4242 Killed  python …`.
     _p("shell_killed", "Killed", r"^\s*(?:\S+: line \d+:\s+\d+\s+)?Killed(?:\s+\S.*)?$"),
+    # Other shells and job control: `zsh: killed  python …`, `[1]+  Killed  python …`, fish's
+    # `terminated by signal SIGKILL (Forced quit)`, macOS's `Killed: 9`.
+    _p(
+        "shell_killed",
+        ("zsh: killed", "Killed ", "Killed: 9", "by signal SIGKILL"),
+        r"^\s*(?:zsh: killed\b|\[\d+\][+-]?\s+Killed\b|Killed: 9\b)|terminated by signal SIGKILL\b",
+    ),
     _p(
         "host_alloc",
         ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory"),
@@ -210,7 +237,8 @@ PROCESS = (
         ("Root Cause (first observed failure)", "Failures:"),
         r"^\s*(?P<section>Root Cause|Failures)",
     ),
-    _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<container_code>137)\b"),
+    # `kubectl describe pod`: a container's exit code, 128 + N when signal N ended it.
+    _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<status_code>[1-9]\d*)\b"),
     # Other launchers: PyTorch Lightning, torch.multiprocessing.spawn, DeepSpeed, Open MPI.
     _p(
         "worker_exit",
@@ -224,6 +252,9 @@ PROCESS = (
         r"(?:exit code (?P<code>\d+)|signal (?P<signal_name>SIG\w+))",
     ),
     _p("worker_exit", "exits with return code", r"exits with return code = (?P<code>-?\d+)"),
+    # Python's subprocess (Accelerate, DeepSpeed's runner, custom launchers): a negative status is
+    # the signal that killed the child.
+    _p("worker_exit", "non-zero exit status", r"non-zero exit status (?P<code>-?\d+)"),
     _p(
         "worker_exit",
         "exited on signal",
@@ -251,11 +282,29 @@ CONFIG = (
         ("No space left on device", "unable to mmap", "unable to write to file", "Cannot allocate memory"),
         r"/dev/shm|</?torch_\d+|shm",
     ),
+    # A write that found the disk or the quota full, as the OS, torch.save's zip writer
+    # (`PytorchStreamWriter failed writing file …: file write failed`, `unexpected pos N vs M`) and
+    # TensorFlow (`disk quota exceeded [Op:SaveV2]`) word it.
     _p(
         "disk_full",
-        ("No space left on device", "Disk quota exceeded"),
+        (
+            "No space left on device",
+            "Disk quota exceeded",
+            "disk quota exceeded",
+            "Errno 28]",
+            "Errno 122]",
+            "ENOSPC",
+            "EDQUOT",
+            "PytorchStreamWriter failed writing",
+            "file write failed",
+            "unexpected pos ",
+            "not enough space on the disk",
+        ),
         r"^(?!.*(?:/dev/shm|torch_\d|shm))",
     ),
+    # EMFILE: the process's file-descriptor limit (DataLoader workers passing tensors as file
+    # descriptors, NCCL's sockets and shared-memory handles).
+    _p("open_files", ("Too many open files", "Errno 24]", "EMFILE")),
     _p(
         "socket_iface",
         (
@@ -264,6 +313,9 @@ CONFIG = (
             "NET/Socket : no interface found",
             "is neither AF_INET",
             "no device found matching",
+            # NCCL ≤ 2.3 when a container has no usable IP interface (EAFNOSUPPORT).
+            "Socket creation failed",
+            "Address family not supported by protocol",
         ),
     ),
     _p("dataloader_killed", "is killed by signal: Killed"),
@@ -429,9 +481,15 @@ STORAGE_CLIENT = (
         "in DataLoader worker process",
         r"Caught (?P<cls>\w+) in DataLoader worker process",
     ),
-    _p("retries_exhausted", "Max retries exceeded"),
+    # S3 and S3-compatible stores refusing requests for rate (HTTP 503 SlowDown), as botocore,
+    # the AWS CLI, the CRT (`AWS_ERROR_S3_SLOW_DOWN`) and plain HTTP clients report it.
+    _p(
+        "storage_throttled",
+        ("SlowDown", "Slow Down", "SLOW_DOWN", "reduce your request rate", "ThrottlingException"),
+    ),
     _p("retry_last_attempt", "Retry(total=0"),
     _p("retries_exhausted", ("retrying", "Retrying"), r"(?i)retr(?:y|ying|ies)\D{0,12}(\d+)\s*/\s*\1\b"),
+    _p("retries_exhausted", ("Max retries exceeded", "reached max retries")),
     _p(
         "connection_reset",
         (
@@ -505,16 +563,119 @@ PROGRESS = (
     ),
 )
 
+# NCCL's result codes however the caller frames them: PyTorch 1.x (`NCCL error: unhandled system
+# error, NCCL version 2.7.8`, `NCCL Error 2: unhandled system error`), the `ncclSystemError: …`
+# line PyTorch adds, TensorFlow and Horovod (`ncclCommInitRank failed: unhandled cuda error`), CuPy
+# (`NCCL_ERROR_UNHANDLED_CUDA_ERROR`), JAX/XLA and programs using NCCL's example macros
+# (`Failed, NCCL error nccl.cu:60 'internal error'`). The text names the result; `fatal.nccl_result`
+# reads it.
+NCCL_RESULTS = (
+    _p(
+        "nccl_error",
+        (
+            "unhandled cuda error",
+            "unhandled system error",
+            "internal error",
+            "invalid usage",
+            "invalid argument",
+            "ncclUnhandledCudaError",
+            "ncclSystemError",
+            "ncclInternalError",
+            "ncclInvalidArgument",
+            "ncclInvalidUsage",
+            "NCCL_ERROR_",
+        ),
+        r"(?i)^(?!.*NCCL WARN)(?=.*nccl)(?:.*?\b(?P<what>unhandled (?:cuda|system) error|internal error"
+        r"|invalid usage|invalid argument)\b|.*?\bnccl(?:_error_|_?)(?P<name>unhandled_?cuda_?error"
+        r"|system_?error|internal_?error|invalid_?argument|invalid_?usage)\b)",
+    ),
+)
+
+_EXCEPTION_CLASS = r"(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))"
+
 PYTHON = (
-    _p("crash", ("Segmentation fault", "terminate called after throwing", "Fatal Python error")),
+    _p(
+        "crash",
+        (
+            "Segmentation fault",
+            "terminate called after throwing",
+            "Fatal Python error",
+            # glibc, the kernel's and Open MPI's reports of a process a signal ended
+            "core dumped",
+            "SIGSEGV",
+            "SIGABRT",
+            "Process received signal",
+            "Illegal instruction",
+            "Floating point exception",
+            "double free or corruption",
+            "free(): invalid",
+            "stack smashing detected",
+            # glog's fatal checks (TensorFlow, XLA, PyTorch's C++ core)
+            "Check failed:",
+            "Check failure stack trace",
+        ),
+    ),
     _p("traceback", "Traceback (most recent call last)"),
+    # torchelastic's error_handler JSON: `"message": "RendezvousConnectionError: The connection …",`
+    _p(
+        "exception",
+        '"message": "',
+        r'"message": "' + _EXCEPTION_CLASS + r'(?::\s*(?P<what>[^"]*))?',
+    ),
     _p("setup_activity", ("Building wheel for", "Collecting ", "Installing collected packages")),
     _p(
         "exception",
         ("Error", "Exception", "KeyboardInterrupt"),
-        r"^\s*(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<what>.*))?$",
+        # at the start of the message, or after a logger's level word (`… - ERROR - KeyError: 'x'`)
+        r"^(?:.*?\b(?:ERROR|CRITICAL|FATAL)\b[\]:|\s-]*)?\s*" + _EXCEPTION_CLASS + r"(?::\s*(?P<what>.*))?$",
     ),
     _p("nccl_warn", "NCCL WARN", r" NCCL WARN (?P<what>.*)$"),
+    # NCCL ≤ 2.3 printed `host:pid:tid [dev] file.cu:61 WARN …`, without `NCCL`.
+    _p("nccl_warn", " WARN ", r"^[\w./-]+:\d+ WARN (?P<what>.*)$"),
+)
+
+# Last: lines that show a failure in any framing, for the never-silent fallback (rules/unknown.py)
+# when nothing more specific named them. A non-zero exit code or status from any launcher, shell or
+# scheduler (`Exit code:    3`, `exited with code 1`, `exit status 139`, `returncode=-11`), MPI's and
+# Kubernetes' reports of a failed job, Slurm's own errors.
+VISIBLE = (
+    _p(
+        "worker_exit",
+        (
+            "exit code",
+            "Exit code",
+            "exit status",
+            "Exit status",
+            "exit_code",
+            "return code",
+            "returncode",
+            "xited with code",
+            "xited with status",
+        ),
+        r"(?i)(?:exit(?:ed)?(?: with)?[ _](?:code|status)|return[ _]?code)\s*[:=]?\s*\(?"
+        r"(?P<status_code>-?[1-9]\d*)\b",
+    ),
+    _p(
+        "worker_exit",
+        (
+            "non-zero exit",
+            "non-zero status",
+            "nonzero exit",
+            "MPI_ABORT was invoked",
+            "CrashLoopBackOff",
+            "Back-off restarting failed container",
+            # Ray: `A worker died or was killed while executing a task`, `The actor is dead because …`
+            "worker died or was killed",
+            "The actor is dead",
+            "actor died",
+        ),
+        r"^(?P<nonzero>)(?:.*?MPI_ABORT was invoked on rank (?P<mpi_rank>\d+))?",
+    ),
+    _p(
+        "slurm_error",
+        ("slurmstepd: error", "srun: error", "sbatch: error", "salloc: error", "Job step aborted"),
+        r"(?P<what>(?:error: |Job step aborted).*)$",
+    ),
 )
 
 EVENT_PATTERNS: tuple[Pattern, ...] = (
@@ -530,7 +691,9 @@ EVENT_PATTERNS: tuple[Pattern, ...] = (
     + MISSING
     + FRAMEWORK
     + PROGRESS
+    + NCCL_RESULTS
     + PYTHON
+    + VISIBLE
 )
 
 
