@@ -176,6 +176,13 @@ _SIMPLE: dict[str, Meaning] = {
         66,
         "debugging-guide.md § 14",
     ),
+    "storage_throttled": _fail(
+        "triage.storage.throttled",
+        "The object store throttled requests (S3 SlowDown / 503) beyond what the client's retries absorbed",
+        C.STORAGE_IO,
+        68,
+        "debugging-guide.md § 14",
+    ),
     "retry_last_attempt": _warn(
         "triage.storage.last_retry",
         "Storage request retried down to its last attempt",
@@ -308,6 +315,14 @@ _SIMPLE: dict[str, Meaning] = {
         C.STORAGE_IO,
         72,
         "debugging-guide.md § 14",
+    ),
+    "open_files": _fail(
+        "triage.config.open_files",
+        "A process ran out of file descriptors (Too many open files): raise `ulimit -n`, or fewer DataLoader "
+        "workers / the file_system sharing strategy",
+        C.CONFIG,
+        72,
+        "debugging-guide.md § 17",
     ),
     "socket_iface": _fail(
         "triage.config.socket_interface",
@@ -487,6 +502,7 @@ def meaning_of(event: Event) -> Meaning | None:
         "slurm_cancel": _slurm_cancel,
         "exception": _exception,
         "nccl_error": _nccl_error,
+        "nccl_failure": _nccl_error,
         "dataloader_caught": _dataloader_caught,
         "nccl_aborted": lambda _: _NCCL_ERROR,
         "ib_completion": _ib_completion,
@@ -637,8 +653,11 @@ def _store_connect(event: Event) -> Meaning:
     )
 
 
+_SEGFAULT_WORDS = re.compile(r"Segmentation fault|SIGSEGV|[Ss]ignal:? 11\b")
+
+
 def _crash(event: Event) -> Meaning | None:
-    return _SEGFAULT if "Segmentation fault" in event.text else None
+    return _SEGFAULT if _SEGFAULT_WORDS.search(event.text) else None
 
 
 def _xid(event: Event) -> Meaning:
@@ -660,17 +679,24 @@ def _sxid(event: Event) -> Meaning:
     return _consequence("triage.gpu.sxid_nonfatal", title, "debugging-guide.md § 5")
 
 
+_SIGNALLED = 128  # shells and container runtimes report signal N as status 128 + N
+_LAST_SIGNAL = 64
+
+
 def exit_code(event: Event) -> int | None:
+    """The exit code, negative for the signal that ended the process (as Python reports it)."""
     fields = event.fields
     for name in ("code", "block_code"):
         if fields.get(name, "").lstrip("-").isdigit():
             return int(fields[name])
+    status = fields.get("status_code", "")
+    if status.lstrip("-").isdigit():
+        value = int(status)
+        return -(value - _SIGNALLED) if _SIGNALLED < value <= _SIGNALLED + _LAST_SIGNAL else value
     if fields.get("signal", "").isdigit():
         return -int(fields["signal"])
     if fields.get("signal_name") in _SIGNAL_NUMBERS:
         return -_SIGNAL_NUMBERS[fields["signal_name"]]
-    if fields.get("container_code") == "137":
-        return -9
     return None
 
 
@@ -753,16 +779,50 @@ def _dataloader_caught(event: Event) -> Meaning | None:
     return _exception(Event("exception", event.source, event.line, event.text, fields={"cls": name}))
 
 
+_NCCL_RESULT_NAMES = {
+    "unhandledcudaerror": "unhandled cuda error",
+    "systemerror": "unhandled system error",
+    "internalerror": "internal error",
+    "invalidargument": "invalid argument",
+    "invalidusage": "invalid usage",
+}
+
+
+def nccl_result(event: Event) -> str:
+    """The ncclGetErrorString text a line carries, from the text itself or from the result's name
+    (`ncclSystemError`, `NCCL_ERROR_UNHANDLED_CUDA_ERROR`)."""
+    name = event.fields.get("name")
+    if name:
+        return _NCCL_RESULT_NAMES.get(name.replace("_", "").lower(), "")
+    return event.fields.get("what", "").strip().lower()
+
+
+_NCCL_INVALID_USAGE = _fail(
+    "triage.software.nccl_invalid_usage",
+    "NCCL rejected a call (invalid usage / argument)",
+    C.SOFTWARE,
+    50,
+    "debugging-guide.md § 2",
+)
+# ncclUnhandledCudaError: a CUDA call inside NCCL failed. Without a GPU fault beside it (an Xid, ECC
+# or out-of-memory line outweighs it), that is builds that do not fit the GPU or the driver: an old
+# PyTorch/NCCL on a newer GPU, a CUDA runtime newer than the driver.
+_NCCL_CUDA_CALL = _fail(
+    "triage.software.nccl_cuda_call",
+    "A CUDA call inside NCCL failed (unhandled cuda error): usually CUDA, driver and NCCL/PyTorch builds "
+    "that do not fit the GPU or each other",
+    C.SOFTWARE,
+    45,
+    "debugging-guide.md § 10",
+)
+
+
 def _nccl_error(event: Event) -> Meaning:
-    what = event.fields.get("what", "")
+    what = nccl_result(event)
     if what.startswith(("invalid usage", "invalid argument")):
-        return _fail(
-            "triage.software.nccl_invalid_usage",
-            "NCCL rejected a call (invalid usage / argument)",
-            C.SOFTWARE,
-            50,
-            "debugging-guide.md § 2",
-        )
+        return _NCCL_INVALID_USAGE
+    if what.startswith("unhandled cuda error"):
+        return _NCCL_CUDA_CALL
     return _NCCL_ERROR
 
 

@@ -1,0 +1,219 @@
+"""Families of wording found on threads outside the first corpus (issue 16, "Done when": logs from
+threads not in the corpus score the same). Each family is tested in wordings other than the pasted
+case's: other versions, other frameworks, other launchers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hyperpod_nccl.models import Category
+from hyperpod_nccl.triage.prefixes import strip
+from tests.triage.test_families import cause, describe, nccl_warn, quotes, triage
+
+# --- a write that found the disk or the quota full ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # torch.save's zip writer on PyTorch 1.x, when the file system fills mid-write
+        "RuntimeError: [enforce fail at inline_container.cc:337] . unexpected pos 4353408 vs 4353296",
+        # a home-directory quota on an HPC cluster
+        "OSError: [Errno 122] Disk quota exceeded: '/home/u123/runs/ckpt/model_00042.pt'",
+        # TensorFlow's checkpoint writer
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: "
+        "/ckpt/model.ckpt-120_temp/part-00000; disk quota exceeded [Op:SaveV2]",
+    ],
+    ids=["torch-unexpected-pos", "errno-122", "tf-savev2"],
+)
+def test_a_full_disk_or_quota_is_storage_whatever_writes(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank0.log": f"Saving checkpoint to /ckpt\n{line}\n"})
+    assert cause(report)[0] == Category.STORAGE_IO, describe(report)
+    assert quotes(report, line[:40])
+
+
+# --- file descriptors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "OSError: [Errno 24] Too many open files: '/data/imagenet/train/n01440764/n01440764_10026.JPEG'",
+        nccl_warn("gpu-3", 991, 1, "misc/socket.cc:438", "Call to socket failed : Too many open files"),
+    ],
+    ids=["python-open", "nccl-socket"],
+)
+def test_running_out_of_file_descriptors_is_configuration(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": line.lstrip("\n") + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.open_files" for f in report.findings)
+
+
+# --- NCCL found no usable interface (the socket wording of NCCL ≤ 2.3) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pod-a:77:77 [0] misc/socket.cc:120 NCCL WARN Net : Socket creation failed : Address family not "
+        "supported by protocol",
+        "pod-a:77:77 [0] include/socket.h:288 WARN Socket creation failed : Permission denied",
+    ],
+    ids=["nccl-warn", "pre-2.4-warn"],
+)
+def test_nccl_creating_no_socket_is_the_network_interface_setup(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank0.log": f"NCCL version 2.3.7+cuda9.2\n{line}\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert quotes(report, "Socket creation failed")
+
+
+def test_pre_2_4_warn_lines_without_nccl_in_them_are_read(tmp_path: Path) -> None:
+    report = triage(
+        tmp_path, {"rank0.log": "gpu-1:12:40 [2] transport/p2p.cu:512 WARN failed to open CUDA IPC\n"}
+    )
+    assert report.blocking and quotes(report, "WARN failed to open CUDA IPC"), describe(report)
+
+
+# --- a CUDA call inside NCCL failed -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # TensorFlow + Horovod
+        "tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: "
+        "unhandled cuda error\n",
+        # CuPy (Chainer, early vLLM)
+        "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error\n",
+        # PyTorch 2.x: the error and the result's name on the next line
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL "
+        "version 2.19.3\n[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.\n",
+    ],
+    ids=["tensorflow", "cupy", "pytorch-2"],
+)
+def test_an_unhandled_cuda_error_alone_points_at_mismatched_builds(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"rank1.log": text})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    assert any(f.id == "triage.software.nccl_cuda_call" for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    ("extra", "category"),
+    [
+        ("NVRM: Xid (PCI:0000:53:00): 79, pid=4242, GPU has fallen off the bus.\n", Category.GPU_HARDWARE),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", Category.GPU_OOM),
+    ],
+    ids=["xid-79", "cuda-oom"],
+)
+def test_a_gpu_fault_beside_an_unhandled_cuda_error_is_the_cause(
+    tmp_path: Path, extra: str, category: Category
+) -> None:
+    text = "RuntimeError: NCCL error: unhandled cuda error, NCCL version 2.10.3\n" + extra
+    report = triage(tmp_path, {"rank0.log": text})
+    assert cause(report)[0] == category, describe(report)
+
+
+# --- host memory as Ray and the kernel report it -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(TorchTrainer pid=812) ray.exceptions.OutOfMemoryError: Task was killed due to the node running low "
+        "on memory.\n",
+        "(raylet) [2024-05-01 10:00:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers "
+        "(tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons\n",
+        "May  1 10:00:00 gpu-7 kernel: python invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), "
+        "order=0, oom_score_adj=0\n",
+    ],
+    ids=["ray-exception", "raylet", "kernel"],
+)
+def test_host_memory_kills_from_ray_and_the_kernel(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"worker.log": text})
+    assert cause(report)[0] == Category.HOST_OOM, describe(report)
+
+
+# --- GPU memory in TensorFlow's and the driver API's words ----------------------------------------
+
+
+def test_tensorflow_gpu_oom_is_gpu_memory_and_its_cpu_allocator_is_not(tmp_path: Path) -> None:
+    gpu = (
+        "[1,3]<stderr>:tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+        "tensor with shape[64,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by "
+        "allocator GPU_0_bfc\n"
+    )
+    assert cause(triage(tmp_path / "gpu", {"a.log": gpu}))[0] == Category.GPU_OOM
+    driver = (
+        "E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 512.00M: "
+        "CUDA_ERROR_OUT_OF_MEMORY\n"
+    )
+    assert cause(triage(tmp_path / "driver", {"a.log": driver}))[0] == Category.GPU_OOM
+    cpu = gpu.replace("device:GPU:0 by allocator GPU_0_bfc", "device:CPU:0 by allocator cpu")
+    assert cause(triage(tmp_path / "cpu", {"a.log": cpu}))[0] != Category.GPU_OOM
+
+
+# --- object stores throttling ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the GetObject operation "
+        "(reached max retries: 4): Please reduce your request rate.",
+        "urllib.error.HTTPError: HTTP Error 503: Slow Down",
+        "mount-s3: WARN request failed: AWS_ERROR_S3_SLOW_DOWN",
+    ],
+    ids=["botocore", "urllib", "mountpoint"],
+)
+def test_a_throttled_object_store_is_storage(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"loader.log": line + "\n"})
+    assert cause(report)[0] == Category.STORAGE_IO, describe(report)
+    assert quotes(report, line[:30])
+
+
+# --- exit statuses that carry a signal --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "category"),
+    [
+        ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", Category.HOST_OOM),
+        ("command terminated with exit code 137", Category.HOST_OOM),
+        (
+            "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero exit "
+            "status -9.",
+            Category.HOST_OOM,
+        ),
+        ("zsh: killed     python train.py --config big.yaml", Category.HOST_OOM),
+        ("      Exit Code:    139", Category.UNKNOWN),  # SIGSEGV: a crash, cause not established
+    ],
+    ids=["ide", "kubectl-exec", "called-process", "zsh", "container-139"],
+)
+def test_a_status_of_128_plus_n_or_minus_n_is_signal_n(tmp_path: Path, line: str, category: Category) -> None:
+    report = triage(tmp_path, {"launcher.log": line + "\n"})
+    assert cause(report)[0] == category, describe(report)
+
+
+def test_an_exit_code_of_zero_is_not_a_failure(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"launcher.log": "Process finished with exit code 0\nexited with status 0\n"})
+    assert report.root_cause is None and not report.blocking, describe(report)
+
+
+# --- a log store's row around each line ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "| 2024-05-01 10:00:00.000 | Killed |",
+        "2024-05-01T10:00:00.000+00:00\tKilled",
+    ],
+    ids=["insights-table", "events-view"],
+)
+def test_a_cloudwatch_row_is_peeled_and_dates_the_line(line: str) -> None:
+    found = strip(line)
+    assert found.message.startswith("Killed") and found.stamp == "2024-05-01T10:00:00"
