@@ -217,3 +217,47 @@ def test_an_exit_code_of_zero_is_not_a_failure(tmp_path: Path) -> None:
 def test_a_cloudwatch_row_is_peeled_and_dates_the_line(line: str) -> None:
     found = strip(line)
     assert found.message.startswith("Killed") and found.stamp == "2024-05-01T10:00:00"
+
+
+# --- started without the launcher --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable "
+        "MASTER_ADDR expected, but not set",
+        "RuntimeError: env:// rendezvous: WORLD_SIZE not set",  # PyTorch 1.0
+        "    local_rank = int(os.environ['LOCAL_RANK'])\nKeyError: 'LOCAL_RANK'",
+    ],
+    ids=["master-addr", "pytorch-1.0", "script-reads-local-rank"],
+)
+def test_a_process_started_without_the_launcher_is_configuration(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": f"Traceback (most recent call last):\n{line}\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.launcher_env" for f in report.findings)
+
+
+# --- host memory refused outside shared memory ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 30.5 GiB for an array with shape "
+        "(4096, 1000000) and data type float64",
+        "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc",
+        "BlockingIOError: [Errno 11] Resource temporarily unavailable\n"
+        "OSError: [Errno 12] Cannot allocate memory",
+    ],
+    ids=["numpy", "cpp", "errno-12"],
+)
+def test_host_memory_refused_is_host_oom(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": line + "\n"})
+    assert cause(report)[0] == Category.HOST_OOM, describe(report)
+
+
+def test_enomem_on_shared_memory_stays_the_shm_family(tmp_path: Path) -> None:
+    line = "RuntimeError: unable to mmap 4096 bytes from file </torch_881_2>: Cannot allocate memory (12)"
+    report = triage(tmp_path, {"train.log": line + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)

@@ -316,6 +316,14 @@ _SIMPLE: dict[str, Meaning] = {
         72,
         "debugging-guide.md § 14",
     ),
+    "launcher_env": _fail(
+        "triage.config.launcher_env",
+        "The process was started without the distributed launcher's environment (RANK / WORLD_SIZE / "
+        "MASTER_ADDR / LOCAL_RANK not set): start it with torchrun, srun or mpirun, or set them",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 12",
+    ),
     "open_files": _fail(
         "triage.config.open_files",
         "A process ran out of file descriptors (Too many open files): raise `ulimit -n`, or fewer DataLoader "

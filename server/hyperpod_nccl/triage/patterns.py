@@ -213,6 +213,14 @@ PROCESS = (
         "host_alloc",
         ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory"),
     ),
+    # Host memory refused outside shared memory and RDMA registration (those have their own
+    # families): ENOMEM from fork() or mmap, Python's MemoryError, C++'s std::bad_alloc.
+    _p(
+        "host_alloc",
+        ("Errno 12]", "Cannot allocate memory", "MemoryError", "std::bad_alloc"),
+        r"^(?!.*(?:/dev/shm|torch_\d|shm|ibv_|reg_mr|[Rr]egist))(?=.*(?:Errno 12\]|Cannot allocate memory"
+        r"|(?<!OutOf)MemoryError|std::bad_alloc))",
+    ),
     _p(
         "srun_task",
         "srun: error:",
@@ -317,6 +325,22 @@ CONFIG = (
             "Socket creation failed",
             "Address family not supported by protocol",
         ),
+    ),
+    # A process started without the launcher's environment: PyTorch's env:// rendezvous (1.0:
+    # `env:// rendezvous: WORLD_SIZE not set`; ≥ 1.1: `… environment variable RANK expected, but not
+    # set`) and scripts reading the variables torchrun / srun would have set.
+    _p(
+        "launcher_env",
+        (
+            "env:// rendezvous",
+            "KeyError: 'LOCAL_RANK'",
+            "KeyError: 'RANK'",
+            "KeyError: 'WORLD_SIZE'",
+            "KeyError: 'MASTER_ADDR'",
+            "KeyError: 'MASTER_PORT'",
+            "KeyError: 'LOCAL_WORLD_SIZE'",
+        ),
+        r"(?:expected, but not set|not set|KeyError: ')",
     ),
     _p("dataloader_killed", "is killed by signal: Killed"),
     _p("dataloader_exit", "DataLoader worker (pid"),
