@@ -261,3 +261,27 @@ def test_enomem_on_shared_memory_stays_the_shm_family(tmp_path: Path) -> None:
     line = "RuntimeError: unable to mmap 4096 bytes from file </torch_881_2>: Cannot allocate memory (12)"
     report = triage(tmp_path, {"train.log": line + "\n"})
     assert cause(report)[0] == Category.CONFIG, describe(report)
+
+
+# --- a launcher that starts ranks over ssh and could not reach a node --------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # DeepSpeed's runner through pdsh
+        "10.0.0.12: Permission denied (publickey,password).\n"
+        "pdsh@node-0: 10.0.0.12: ssh exited with exit code 255\n",
+        # Open MPI
+        "ssh: connect to host node-3 port 22: Connection refused\n"
+        "ORTE was unable to reliably start one or more daemons.\n",
+        # DeepSpeed's own check before it launches anything
+        "RuntimeError: Using hostfile at /job/hostfile but host=worker-2 was not reachable via ssh. If you "
+        "are running with a single node please remove /job/hostfile or setup passwordless ssh.\n",
+    ],
+    ids=["pdsh", "mpirun", "deepspeed-check"],
+)
+def test_a_node_the_launcher_cannot_reach_over_ssh_is_configuration(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"launcher.log": text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.ssh_unreachable" for f in report.findings)

@@ -316,6 +316,14 @@ _SIMPLE: dict[str, Meaning] = {
         72,
         "debugging-guide.md § 14",
     ),
+    "ssh_unreachable": _fail(
+        "triage.config.ssh_unreachable",
+        "The launcher could not reach a node over ssh (passwordless keys, host keys, the ssh port, or a "
+        "hostname that does not resolve)",
+        C.CONFIG,
+        78,
+        "debugging-guide.md § 12",
+    ),
     "launcher_env": _fail(
         "triage.config.launcher_env",
         "The process was started without the distributed launcher's environment (RANK / WORLD_SIZE / "

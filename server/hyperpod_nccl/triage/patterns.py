@@ -360,6 +360,20 @@ CONFIG = (
         r"(?=(?:.*?(?P<joined>\d+)/(?P<expected>\d+) clients joined)?)"
         r"(?=(?:.*?ncclUniqueId from \[(?P<root>\d+)\])?)",
     ),
+    # Launchers that start ranks over ssh (DeepSpeed's runner and pdsh, mpirun / ORTE) and could not
+    # reach a node: keys, host keys, a port or a name that does not resolve.
+    _p(
+        "ssh_unreachable",
+        (
+            "not reachable via ssh",
+            "ssh exited with exit code",
+            "Permission denied (publickey",
+            "Host key verification failed",
+            "ssh: connect to host",
+            "ssh: Could not resolve hostname",
+            "unable to reliably start one or more daemons",
+        ),
+    ),
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
     # A TCP connect to the store that never completed: errno 110 / 113 mean the address is
     # unreachable (wrong MASTER_ADDR, traffic blocked); 111 means nothing listened there yet.
