@@ -285,3 +285,41 @@ def test_a_node_the_launcher_cannot_reach_over_ssh_is_configuration(tmp_path: Pa
     report = triage(tmp_path, {"launcher.log": text})
     assert cause(report)[0] == Category.CONFIG, describe(report)
     assert any(f.id == "triage.config.ssh_unreachable" for f in report.findings)
+
+
+# --- PyTorch 1.8-2.0's store-based barrier: how many workers arrived ---------------------------------
+
+_BARRIER = (
+    "RuntimeError: Timed out initializing process group in store based barrier on rank: {rank}, for key: "
+    "store_based_barrier_key:1 (world_size={world}, worker_count={count}, timeout=0:30:00)"
+)
+
+
+@pytest.mark.parametrize(
+    ("world", "count", "category"),
+    [(8, 6, Category.RENDEZVOUS), (2, 4, Category.CONFIG), (4, 16, Category.CONFIG)],
+    ids=["some-never-arrived", "twice-over", "four-times-over"],
+)
+def test_the_store_barrier_counts_say_missing_workers_or_a_shared_store(
+    tmp_path: Path, world: int, count: int, category: Category
+) -> None:
+    lines = [f"[rank{r}]: " + _BARRIER.format(rank=r, world=world, count=count) for r in range(2)]
+    report = triage(tmp_path, {"console.log": "\n".join(lines) + "\n"})
+    assert cause(report)[0] == category, describe(report)
+
+
+# --- a checkpoint file cut short or corrupted --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: PytorchStreamReader failed reading file data/3: invalid header or archive is "
+        "corrupted",
+        "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer",
+    ],
+    ids=["torch-load", "safetensors"],
+)
+def test_a_truncated_checkpoint_is_data(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"resume.log": f"Loading checkpoint from /ckpt/step_1200\n{line}\n"})
+    assert cause(report)[0] == Category.DATA, describe(report)

@@ -529,6 +529,7 @@ def meaning_of(event: Event) -> Meaning | None:
         "async_error": _async_error,
         "cuda_error": _cuda_error,
         "crash": _crash,
+        "store_barrier": _store_barrier,
     }.get(kind)
     return special(event) if special else _SIMPLE.get(kind)
 
@@ -670,6 +671,22 @@ def _store_connect(event: Event) -> Meaning:
 
 
 _SEGFAULT_WORDS = re.compile(r"Segmentation fault|SIGSEGV|[Ss]ignal:? 11\b")
+
+
+def _store_barrier(event: Event) -> Meaning:
+    """Fewer workers than the world size reached the barrier: some never started or never got there.
+    More than the world size: the same store key was joined twice over — another job on the same
+    MASTER_PORT or init file, or the process group initialised more than once."""
+    if int(event.fields.get("joined", "0")) > int(event.fields.get("expected", "0")):
+        return _fail(
+            "triage.config.store_shared",
+            "More workers than the world size joined the store-based barrier: another job uses the same "
+            "MASTER_PORT / init file, or the process group was initialised more than once",
+            C.CONFIG,
+            74,
+            "debugging-guide.md § 7",
+        )
+    return _SIMPLE["rendezvous"]
 
 
 def _crash(event: Event) -> Meaning | None:

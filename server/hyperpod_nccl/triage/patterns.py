@@ -345,6 +345,13 @@ CONFIG = (
     _p("dataloader_killed", "is killed by signal: Killed"),
     _p("dataloader_exit", "DataLoader worker (pid"),
     _p("addr_in_use", ("Address already in use", "EADDRINUSE", "Tried to launch distributed communication")),
+    # PyTorch 1.8–2.0's store-based barrier after init: how many workers reached the key.
+    _p(
+        "store_barrier",
+        "in store based barrier",
+        r"Timed out initializing process group in store based barrier.*?world_size=(?P<expected>\d+), "
+        r"worker_count=(?P<joined>\d+)",
+    ),
     _p(
         "rendezvous",
         (
@@ -565,6 +572,10 @@ DATA = (
             "ReadError: unexpected end of data",
             "ReadError: truncated",
             "DecodeError",
+            # a checkpoint or weights file cut short or corrupted (torch.load, safetensors)
+            "PytorchStreamReader failed reading",
+            "failed finding central directory",
+            "MetadataIncompleteBuffer",
         ),
         r"^(?!.*corrupted/incomplete data)",
     ),
