@@ -144,7 +144,13 @@ GPU = (
     # which device, and a CPU allocator running out is host memory, not the GPU.
     _p(
         "cuda_oom",
-        ("OOM when allocating", "CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation"),
+        (
+            "OOM when allocating",
+            "ResourceExhaustedError: OOM",
+            "Resource exhausted: OOM",
+            "CUDA_ERROR_OUT_OF_MEMORY",
+            "cudaErrorMemoryAllocation",
+        ),
         r"^(?!.*(?:device:CPU|allocator cpu))",
     ),
     _p(
