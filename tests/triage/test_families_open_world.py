@@ -323,3 +323,42 @@ def test_the_store_barrier_counts_say_missing_workers_or_a_shared_store(
 def test_a_truncated_checkpoint_is_data(tmp_path: Path, line: str) -> None:
     report = triage(tmp_path, {"resume.log": f"Loading checkpoint from /ckpt/step_1200\n{line}\n"})
     assert cause(report)[0] == Category.DATA, describe(report)
+
+
+# --- a program the job starts that a node could not run -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # DeepSpeed's runner: the remote login shell does not have the conda environment
+        "pdsh@node-0: node-1: bash: deepspeed: command not found\n"
+        "pdsh@node-0: node-1: ssh exited with exit code 127\n",
+        # an interpreter built against a library the node lacks
+        "[1,3]<stderr>:python3: error while loading shared libraries: libpython3.10.so.1.0: cannot open "
+        "shared object file: No such file or directory\n",
+        # the container's command is not in the image
+        "Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: "
+        'runc create failed: unable to start container process: exec: "torchrun": executable file not found '
+        "in $PATH: unknown\n",
+        # Open MPI when the program is missing on a node
+        "mpirun was unable to find the specified executable file, and therefore\n"
+        "did not launch the job.  This error was first reported for process\n",
+    ],
+    ids=["pdsh-deepspeed", "shared-library", "container-exec", "open-mpi"],
+)
+def test_a_program_a_node_cannot_run_is_configuration(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"launcher.log": text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.missing_program" for f in report.findings), describe(report)
+
+
+def test_a_prolog_tool_not_found_is_not_a_failure(tmp_path: Path) -> None:
+    text = (
+        "/var/spool/slurmd/job1234/slurm_script: line 9: module: command not found\n"
+        "epoch 1 step 100 loss 2.31\n"
+        "epoch 1 step 200 loss 2.05\n"
+        "Training completed.\n"
+    )
+    report = triage(tmp_path, {"slurm-1234.out": text})
+    assert not report.blocking, describe(report)

@@ -324,6 +324,15 @@ _SIMPLE: dict[str, Meaning] = {
         78,
         "debugging-guide.md § 12",
     ),
+    "missing_program": _fail(
+        "triage.config.missing_program",
+        "A node could not run a program the job starts (`command not found`, a shared library the loader "
+        "cannot find, an executable not in $PATH): install it there, or set PATH / LD_LIBRARY_PATH for "
+        "non-interactive shells (Open MPI: `--prefix`)",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 12",
+    ),
     "launcher_env": _fail(
         "triage.config.launcher_env",
         "The process was started without the distributed launcher's environment (RANK / WORLD_SIZE / "

@@ -373,6 +373,24 @@ CONFIG = (
         r"(?=(?:.*?(?P<joined>\d+)/(?P<expected>\d+) clients joined)?)"
         r"(?=(?:.*?ncclUniqueId from \[(?P<root>\d+)\])?)",
     ),
+    # A program the job starts that a node could not run: a launcher's remote daemon or the
+    # interpreter not on the non-interactive PATH (`bash: orted: command not found`), a shared library
+    # the loader cannot find, a container command not in $PATH, Open MPI's "could not find / access
+    # the executable". Bare `command not found` is limited to launchers and interpreters: prologs
+    # print it for harmless tools (`module: command not found`).
+    _p(
+        "missing_program",
+        (
+            ": command not found",
+            "error while loading shared libraries",
+            "executable file not found in $PATH",
+            "was unable to find the specified executable",
+            "could not access or execute an executable",
+        ),
+        r"(?:(?:^|[\s:/])(?:orted|prted|pdsh|pdcp|mpirun|mpiexec|srun|torchrun|deepspeed|accelerate|horovodrun"
+        r"|hydra_pmi_proxy|pmi_proxy|ray|python[\d.]*): command not found|error while loading shared"
+        r"|not found in \$PATH|unable to find the specified executable|could not access or execute)",
+    ),
     # Launchers that start ranks over ssh (DeepSpeed's runner and pdsh, mpirun / ORTE) and could not
     # reach a node: keys, host keys, a port or a name that does not resolve.
     _p(
