@@ -362,3 +362,32 @@ def test_a_prolog_tool_not_found_is_not_a_failure(tmp_path: Path) -> None:
     )
     report = triage(tmp_path, {"slurm-1234.out": text})
     assert not report.blocking, describe(report)
+
+
+# --- Slurm could not start the job on a node for reasons of its own ------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a node whose clock or munge key went wrong after a reboot
+        "srun: error: Task launch for StepId=4471.0 failed on node gpu-st-p4d-7: Job credential expired\n"
+        "srun: error: Application launch failed: Job credential expired\n",
+        # slurmd's spool mounted noexec
+        "slurmstepd: error: execve(): /var/spool/slurmd/job4471/slurm_script: Permission denied\n",
+        # squeue's reason after a launch failure
+        "  4471   gpu  pretrain  alice PD  0:00  2 (launch failed requeued held)\n",
+    ],
+    ids=["credential", "spool-noexec", "held"],
+)
+def test_slurm_failing_to_start_the_job_on_a_node_is_infrastructure(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"slurm-4471.out": text})
+    assert cause(report)[0] == Category.INFRASTRUCTURE, describe(report)
+    assert any(f.id == "triage.infra.slurm_launch" for f in report.findings), describe(report)
+
+
+def test_a_program_slurm_cannot_execute_is_not_the_scheduler(tmp_path: Path) -> None:
+    line = "slurmstepd: error: execve(): torchrun: No such file or directory\n"
+    report = triage(tmp_path, {"slurm-9.out": line})
+    assert not any(f.id == "triage.infra.slurm_launch" for f in report.findings), describe(report)
+    assert cause(report)[0] == Category.CONFIG, describe(report)

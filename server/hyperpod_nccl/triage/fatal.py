@@ -324,6 +324,15 @@ _SIMPLE: dict[str, Meaning] = {
         78,
         "debugging-guide.md § 12",
     ),
+    "slurm_launch": _fail(
+        "triage.infra.slurm_launch",
+        "Slurm could not start the job on a node (its spool copy of the batch script, an expired or invalid "
+        "job credential, a failed prolog): a node-side scheduler fault for the cluster's admins; drain the "
+        "node and resubmit",
+        C.INFRASTRUCTURE,
+        74,
+        "debugging-guide.md § 16",
+    ),
     "missing_program": _fail(
         "triage.config.missing_program",
         "A node could not run a program the job starts (`command not found`, a shared library the loader "

@@ -376,8 +376,8 @@ CONFIG = (
     # A program the job starts that a node could not run: a launcher's remote daemon or the
     # interpreter not on the non-interactive PATH (`bash: orted: command not found`), a shared library
     # the loader cannot find, a container command not in $PATH, Open MPI's "could not find / access
-    # the executable". Bare `command not found` is limited to launchers and interpreters: prologs
-    # print it for harmless tools (`module: command not found`).
+    # the executable", slurmstepd's execve() of a missing program. Bare `command not found` is
+    # limited to launchers and interpreters: prologs print it for harmless tools (`module: …`).
     _p(
         "missing_program",
         (
@@ -386,10 +386,12 @@ CONFIG = (
             "executable file not found in $PATH",
             "was unable to find the specified executable",
             "could not access or execute an executable",
+            "execve(): ",
         ),
         r"(?:(?:^|[\s:/])(?:orted|prted|pdsh|pdcp|mpirun|mpiexec|srun|torchrun|deepspeed|accelerate|horovodrun"
         r"|hydra_pmi_proxy|pmi_proxy|ray|python[\d.]*): command not found|error while loading shared"
-        r"|not found in \$PATH|unable to find the specified executable|could not access or execute)",
+        r"|not found in \$PATH|unable to find the specified executable|could not access or execute"
+        r"|execve\(\): (?!\S*/slurm_script:)\S+: No such file)",
     ),
     # Launchers that start ranks over ssh (DeepSpeed's runner and pdsh, mpirun / ORTE) and could not
     # reach a node: keys, host keys, a port or a name that does not resolve.
@@ -525,6 +527,22 @@ SCHEDULER = (
         key="host",
     ),
     _p("slurm_failed", "FAILED (non-zero exit code"),
+    # Slurm could not start the job on a node for reasons of its own: slurmd's copy of the batch
+    # script (its spool) missing or not executable, a job credential expired or rejected (clock skew,
+    # munge), the node's prolog failed, the job held after a launch failure.
+    _p(
+        "slurm_launch",
+        (
+            "/slurm_script: ",
+            "Job credential expired",
+            "Invalid job credential",
+            "Job prolog failed",
+            "Slurmd could not execve job",
+            "launch failed requeued held",
+        ),
+        r"(?:execve\(\): \S*/slurm_script: |[Cc]redential|rolog failed|could not execve|launch failed)"
+        r"(?:.*?failed on node (?P<host>[\w.-]+))?",
+    ),
     _p("evicted", ("Evicted", "The node was low on resource", "TaintManagerEviction")),
     _p("node_failure", ("NodeNotReady", "Kubelet stopped posting node status")),
     _p("node_failure", "Node failure on", r"Node failure on (?P<host>[\w.-]+)", key="host"),
