@@ -391,3 +391,102 @@ def test_a_program_slurm_cannot_execute_is_not_the_scheduler(tmp_path: Path) -> 
     report = triage(tmp_path, {"slurm-9.out": line})
     assert not any(f.id == "triage.infra.slurm_launch" for f in report.findings), describe(report)
     assert cause(report)[0] == Category.CONFIG, describe(report)
+
+
+# --- two ranks on one GPU ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        nccl_warn(
+            "gpu-1",
+            4410,
+            1,
+            "init.cc:801",
+            "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 41000",
+        ),
+        # Horovod under mpirun, the WARN text alone on stderr
+        "[1,1]<stderr>:Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3b000\n",
+    ],
+    ids=["nccl-warn", "mpirun"],
+)
+def test_two_ranks_on_one_gpu_is_the_device_selection(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"rank1.log": text.lstrip("\n")})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    assert any(f.id == "triage.software.duplicate_gpu" for f in report.findings), describe(report)
+
+
+# --- a port that went down, a NIC that failed -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "node"),
+    [
+        # NCCL ≥ 2.19 names the device; the peer on another node then times out
+        (
+            "step 41200 | loss 1.84 | 312 TFLOPS\n"
+            + nccl_warn(
+                "gpu-st-12", 7781, 3, "net_ib.cc:121", "NET/IB : mlx5_3:1 Got async event : port error"
+            )
+            + nccl_warn(
+                "gpu-st-30",
+                5120,
+                3,
+                "net_ib.cc:1696",
+                "NET/IB : Got completion from peer 10.1.4.12<41233> with status=12 opcode=0 len=0 "
+                "vendor err 129",
+            ),
+            "gpu-st-12",
+        ),
+        # the HCA itself died
+        (
+            nccl_warn(
+                "gpu-st-7",
+                2201,
+                0,
+                "transport/net_ib.cc:84",
+                "NET/IB : Got async event : local catastrophic error",
+            )
+            + nccl_warn("gpu-st-7", 2201, 0, "misc/ibvwrap.cc:231", "Call to ibv_get_async_event failed"),
+            "gpu-st-7",
+        ),
+    ],
+    ids=["port-error", "catastrophic"],
+)
+def test_a_port_down_or_a_dead_nic_is_the_network_on_that_node(tmp_path: Path, text: str, node: str) -> None:
+    report = triage(tmp_path, {"job.log": text.lstrip("\n") + "\n"})
+    assert cause(report)[0] == Category.NETWORK, describe(report)
+    assert node in report.root_cause.culprit_nodes, describe(report)
+
+
+def test_the_kernel_saying_a_link_went_down_is_the_network(tmp_path: Path) -> None:
+    text = (
+        "[Tue May  7 03:12:44 2024] mlx5_core 0000:41:00.0 enp65s0f0np0: Link down\n"
+        "[Tue May  7 03:12:45 2024] mlx5_core 0000:41:00.0 enp65s0f0np0: Link up\n"
+    )
+    report = triage(tmp_path, {"dmesg.txt": text})
+    assert cause(report)[0] == Category.NETWORK, describe(report)
+
+
+# --- NCCL's shared memory removed under the job --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        nccl_warn(
+            "gpu-2",
+            8812,
+            0,
+            "misc/shmutils.cc:95",
+            "unlink shared memory /dev/shm/nccl-d5rTd0 failed, error: No such file or directory",
+        ),
+        "[1,0]<stderr>:unlink shared memory /dev/shm/nccl-Zq81Pa failed, error: No such file or directory\n",
+    ],
+    ids=["nccl-warn", "mpirun"],
+)
+def test_shared_memory_removed_by_systemd_is_configuration(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"rank0.log": text.lstrip("\n")})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.shm_removed" for f in report.findings), describe(report)

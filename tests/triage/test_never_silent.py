@@ -44,6 +44,9 @@ FAILURES: dict[str, list[str]] = {
     ],
     "nccl-warn": ["gpu-7:4411:4470 [3] transport/net.cc:1041 NCCL WARN Something unexpected happened"],
     "nccl-warn-old": ["gpu-7:4411:4470 [3] transport/p2p.cu:512 WARN failed to open CUDA IPC handle"],
+    "nccl-warn-text": ["Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000"],
+    "nccl-warn-verbs": ["Call to ibv_create_qp failed"],
+    "nccl-warn-proxy": ["Proxy Call to rank 14 failed (Connect)"],
     # Python exceptions that ended a process
     "traceback": ["Traceback (most recent call last):", '  File "train.py", line 3', "ValueError: bad"],
     "bare-exception": ["KeyError: 'input_ids'"],

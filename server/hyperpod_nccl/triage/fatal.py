@@ -101,6 +101,14 @@ _SIMPLE: dict[str, Meaning] = {
     "shm_exhausted": _fail(
         "triage.config.shm", "Shared memory (/dev/shm) exhausted", C.CONFIG, 80, "debugging-guide.md § 17"
     ),
+    "shm_removed": _fail(
+        "triage.config.shm_removed",
+        "NCCL's shared-memory segment was removed under the job (systemd-logind's RemoveIPC cleans /dev/shm "
+        "for users not logged in): set RemoveIPC=no in logind.conf",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 17",
+    ),
     "addr_in_use": _fail(
         "triage.config.address_in_use", "Address already in use", C.CONFIG, 82, "debugging-guide.md § 8"
     ),
@@ -332,6 +340,23 @@ _SIMPLE: dict[str, Meaning] = {
         C.INFRASTRUCTURE,
         74,
         "debugging-guide.md § 16",
+    ),
+    "port_fault": _fail(
+        "triage.network.port_fault",
+        "A network port on this node went down or its NIC failed (port error, catastrophic error, link "
+        "down): a cable, transceiver, switch port or NIC fault; drain the node and check its link counters",
+        C.NETWORK,
+        82,
+        "debugging-guide.md § 3",
+    ),
+    "duplicate_gpu": _fail(
+        "triage.software.duplicate_gpu",
+        "Two ranks of one communicator on the same GPU (Duplicate GPU): each process must select its own "
+        "device (`torch.cuda.set_device(LOCAL_RANK)`); look for a hard-coded device or a "
+        "CUDA_VISIBLE_DEVICES that leaves every rank one GPU",
+        C.SOFTWARE,
+        70,
+        "debugging-guide.md § 2",
     ),
     "missing_program": _fail(
         "triage.config.missing_program",

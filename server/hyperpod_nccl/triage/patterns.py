@@ -277,6 +277,13 @@ PROCESS = (
 )
 
 CONFIG = (
+    # NCCL's refusal to put two ranks of one communicator on one GPU, however it is framed (a bare
+    # WARN text, PyTorch's exception, a title).
+    _p(
+        "duplicate_gpu",
+        ("Duplicate GPU detected", "both on CUDA device"),
+        r"(?:rank (?P<first>\d+) and rank (?P<second>\d+) )?both on CUDA device|Duplicate GPU detected",
+    ),
     _p(
         "shm_exhausted",
         (
@@ -291,6 +298,8 @@ CONFIG = (
             "out of shared memory",
         ),
     ),
+    # systemd-logind (RemoveIPC=yes) deleting NCCL's segments under a job whose user is not logged in.
+    _p("shm_removed", ("unlink shared memory", "RemoveIPC")),
     _p(
         "shm_exhausted",
         ("No space left on device", "unable to mmap", "unable to write to file", "Cannot allocate memory"),
@@ -477,6 +486,15 @@ TRANSPORT = (
         r"Got completion (?:from peer (?P<peer>\S+) )?with (?:error |status=(?:\w+\()?)(?P<status>\d+)"
         r"(?:.*?vendor[ _]err[= ]?(?P<vendor>\d+))?",
         key="status",
+    ),
+    # A port that went down or a NIC that failed, as NCCL's async-event thread (`Got async event : port
+    # error`, ≥ 2.19 with the device: `mlx5_0:1 Got async event : …`), verbs' event names and the
+    # kernel's link messages report it: a physical fault on that node, never a setting.
+    _p(
+        "port_fault",
+        ("Got async event", "IBV_EVENT_PORT_ERR", "IBV_EVENT_DEVICE_FATAL", "NIC Link is Down", "Link down"),
+        r"Got async event\s*:\s*(?P<what>port error|local catastrophic error)"
+        r"|IBV_EVENT_(?:PORT_ERR|DEVICE_FATAL)|NIC Link is Down|mlx\d_core \S+(?: \S+)?: Link down",
     ),
     _p("transport_error", "Got async event"),
     # NCCL's socket transport and bootstrap could not connect to a peer's address (2.2 → current).
@@ -723,6 +741,20 @@ PYTHON = (
     _p("nccl_warn", "NCCL WARN", r" NCCL WARN (?P<what>.*)$"),
     # NCCL ≤ 2.3 printed `host:pid:tid [dev] file.cu:61 WARN …`, without `NCCL`.
     _p("nccl_warn", " WARN ", r"^[\w./-]+:\d+ WARN (?P<what>.*)$"),
+    # NCCL's WARN texts pasted without their prefix (a title, a quote): a verbs call that failed, the
+    # proxy's failed calls to a peer, a ring that does not close.
+    _p(
+        "nccl_warn",
+        (
+            "Call to ibv_",
+            "Proxy Call to rank",
+            "Socket recv failed while polling",
+            "Failed to execute operation",
+            "does not loop back to start",
+        ),
+        r"(?P<what>(?:Call to ibv_\w+ failed|Proxy Call to rank|Socket recv failed"
+        r"|Failed to execute operation|ring \d+ does not loop back).*)$",
+    ),
 )
 
 # Last: lines that show a failure in any framing, for the never-silent fallback (rules/unknown.py)
