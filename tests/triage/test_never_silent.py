@@ -69,6 +69,23 @@ FAILURES: dict[str, list[str]] = {
     "cpp-terminate": ["terminate called after throwing an instance of 'c10::Error'"],
     "glog-check": ["F0501 10:00:00.000000 4242 nccl_manager.cc:88] Check failed: status.ok()"],
     "heap": ["double free or corruption (!prev)"],
+    "heap-glibc": ["*** Error in `python3': malloc(): memory corruption: 0x00007f3c2c0008f0 ***"],
+    "cpp-terminate-bare": ["terminate called without an active exception"],
+    "worker-segfault": ["ERROR: Unexpected segmentation fault encountered in worker."],
+    "kernel-segfault": ["python[81234]: segfault at 0 ip 00007f2a3c1b2e10 sp 00007ffd error 4 in libc.so.6"],
+    "sigbus": ["*** SIGBUS received at time=1714557600 on cpu 3 ***"],
+    "thread-exception": ["Exception in thread Thread-7 (_pin_memory_loop):"],
+    "ray-task-error": [
+        "ray.exceptions.RayTaskError(DistBackendError): ray::RayTrainWorker._RayTrainWorker__execute()"
+    ],
+    "cuda-driver-name": ["jax._src.lib.xla_extension.XlaRuntimeError: INTERNAL: CUDA_ERROR_ILLEGAL_ADDRESS"],
+    "cuda-runtime-name": ["cudaErrorLaunchFailure: unspecified launch failure"],
+    "no-driver": ["NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."],
+    "take-down-old": [
+        "[E ProcessGroupNCCL.cpp:414] Some NCCL operations have failed or timed out. Due to the asynchronous "
+        "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data. To avoid "
+        "this inconsistency, we are taking the entire process down."
+    ],
     # non-zero exits and signals, from every launcher
     "torchrun": ["failed (exitcode: 1) local_rank: 0 (pid: 4242) of binary: /usr/bin/python3"],
     "subprocess": [
@@ -95,6 +112,19 @@ FAILURES: dict[str, list[str]] = {
         "      Exit Code:    1",
     ],
     "kubectl-exec": ["command terminated with exit code 137"],
+    "kubectl-pod-failed": ["Status:           Failed"],
+    "k8s-image": ['Warning  Failed  12s  kubelet  Failed to pull image "registry.local/trainer:v3": no such'],
+    "k8s-unschedulable": [
+        "Warning  FailedScheduling  41s  default-scheduler  0/8 nodes are available: 8 Insufficient "
+        "vpc.amazonaws.com/efa."
+    ],
+    "k8s-job": ["Warning  BackoffLimitExceeded  2m  job-controller  Job has reached the specified backoff"],
+    "mpich-signal": [
+        "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+        "=   RANK 3 PID 81234 RUNNING AT gpu-4",
+        "=   KILLED BY SIGNAL: 11 (Segmentation fault)",
+    ],
+    "mpich-exit": ["=   EXIT CODE: 134"],
     "backoff": ["Warning  BackOff  3m  kubelet  Back-off restarting failed container trainer in pod job-0"],
     "exited-with-status": ["worker-3 exited with status 2"],
     "returncode": ["launcher: child returncode=-11"],

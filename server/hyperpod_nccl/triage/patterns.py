@@ -90,7 +90,9 @@ NCCL_STATE = (
         + _ENQ_COMP.replace("last enqueued (?:NCCL )?work", "last enqueued NCCL work"),
     ),
     _p("heartbeat", ("ProcessGroupNCCL's watchdog got stuck", "Heartbeat monitor timed out")),
-    _p("take_down", "To avoid data inconsistency"),
+    # PyTorch ≥ 2.0 prints it on a line of its own; 1.x ended the `Some NCCL operations have failed`
+    # line with `To avoid this inconsistency, we are taking the entire process down.`
+    _p("take_down", ("To avoid data inconsistency", "taking the entire process down")),
     _p(
         "async_error",
         "WorkNCCL(",
@@ -160,12 +162,36 @@ GPU = (
     # cudaErrorSystemNotReady: on NVSwitch systems, the fabric manager is not running.
     _p("fabric_manager", ("system not yet initialized", "Fabric Manager")),
     _p("gpu_busy", "busy or unavailable"),
-    _p("ecc", "ECC", r"uncorrectable ECC error"),
-    _p("illegal_address", ("CUDA error", "Cuda failure", "CUDA failure"), "illegal memory access"),
-    _p("launch_failure", ("CUDA error", "Cuda failure", "CUDA failure"), "unspecified launch failure"),
+    # The same CUDA errors by the driver API's and the runtime's names (`CUDA_ERROR_ILLEGAL_ADDRESS`,
+    # `cudaErrorLaunchFailure`), as JAX, CuPy, TensorFlow and C++ applications print them.
+    _p("ecc", ("ECC", "ECCUncorrectable"), r"uncorrectable ECC error|ECC_UNCORRECTABLE|ECCUncorrectable"),
+    _p(
+        "illegal_address",
+        (
+            "CUDA error",
+            "Cuda failure",
+            "CUDA failure",
+            "CUDA_ERROR_ILLEGAL_ADDRESS",
+            "cudaErrorIllegalAddress",
+        ),
+        "illegal memory access|ILLEGAL_ADDRESS|IllegalAddress",
+    ),
+    _p(
+        "launch_failure",
+        ("CUDA error", "Cuda failure", "CUDA failure", "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure"),
+        "unspecified launch failure|LAUNCH_FAILED|LaunchFailure",
+    ),
     _p("nvlink_error", "NVLink", "uncorrectable NVLink error"),
-    _p("no_gpu", ("No CUDA GPUs are available", "CUDA-capable device")),
+    _p(
+        "no_gpu",
+        ("No CUDA GPUs are available", "CUDA-capable device", "couldn't communicate with the NVIDIA driver"),
+    ),
     _p("cuda_error", "CUDA error: ", r"CUDA error: (?P<what>[^.\n]*)"),
+    _p(
+        "cuda_error",
+        ("CUDA_ERROR_", "cudaError"),
+        r"(?P<what>CUDA_ERROR_\w+|cudaError(?!Memory|PeerAccessAlreadyEnabled|NotReady)\w+)",
+    ),
     # `Cuda failure 'x'` (NCCL), `Cuda failure 1 'x'` (NCCL ≥ 2.19), `Test CUDA failure common.cu:941 'x'`
     # (nccl-tests), `Failed: Cuda error nccl.cu:60 'x'` (applications built on NCCL's example macros).
     _p(
@@ -269,6 +295,8 @@ PROCESS = (
     # Python's subprocess (Accelerate, DeepSpeed's runner, custom launchers): a negative status is
     # the signal that killed the child.
     _p("worker_exit", "non-zero exit status", r"non-zero exit status (?P<code>-?\d+)"),
+    _p("worker_exit", "KILLED BY SIGNAL:", r"KILLED BY SIGNAL: (?P<signal>\d+)"),
+    _p("worker_exit", "EXIT STRING:", r"EXIT STRING: .*\(signal (?P<signal>\d+)\)"),
     _p(
         "worker_exit",
         "exited on signal",
@@ -637,7 +665,8 @@ DATA = (
             "failed finding central directory",
             "MetadataIncompleteBuffer",
         ),
-        r"^(?!.*corrupted/incomplete data)",
+        r"^(?!.*(?:corrupted/incomplete data|memory corruption|double free|malloc\(\)|free\(\)|corrupted size"
+        r"|double-linked))",
     ),
 )
 
@@ -700,14 +729,15 @@ NCCL_RESULTS = (
     ),
 )
 
-_EXCEPTION_CLASS = r"(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))"
+_EXCEPTION_CLASS = r"(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))(?:\([\w.]+\))?"
 
 PYTHON = (
     _p(
         "crash",
         (
             "Segmentation fault",
-            "terminate called after throwing",
+            "segmentation fault",
+            "terminate called",
             "Fatal Python error",
             # glibc, the kernel's and Open MPI's reports of a process a signal ended
             "core dumped",
@@ -718,13 +748,25 @@ PYTHON = (
             "Floating point exception",
             "double free or corruption",
             "free(): invalid",
+            "free(): corrupted",
+            "malloc(): ",
+            "corrupted size vs",
+            "corrupted double-linked list",
+            "SIGBUS",
+            "SIGILL",
+            "SIGFPE",
+            "Bus error",
+            # the kernel's line for a user process that faulted (`python[812]: segfault at 0 ip …`)
+            "segfault at ",
+            # Jupyter
+            "The kernel appears to have died",
             "stack smashing detected",
             # glog's fatal checks (TensorFlow, XLA, PyTorch's C++ core)
             "Check failed:",
             "Check failure stack trace",
         ),
     ),
-    _p("traceback", "Traceback (most recent call last)"),
+    _p("traceback", ("Traceback (most recent call last)", "Exception in thread ")),
     # torchelastic's error_handler JSON: `"message": "RendezvousConnectionError: The connection …",`
     _p(
         "exception",
@@ -767,6 +809,7 @@ VISIBLE = (
         (
             "exit code",
             "Exit code",
+            "EXIT CODE",
             "exit status",
             "Exit status",
             "exit_code",
@@ -787,12 +830,29 @@ VISIBLE = (
             "MPI_ABORT was invoked",
             "CrashLoopBackOff",
             "Back-off restarting failed container",
+            # MPICH / Intel MPI (hydra)
+            "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+            # Kubernetes: an image that could not be pulled, a pod that could not be scheduled, a Job
+            # out of retries
+            "Failed to pull image",
+            "ErrImagePull",
+            "ImagePullBackOff",
+            "FailedScheduling",
+            "BackoffLimitExceeded",
+            "has reached the specified backoff limit",
             # Ray: `A worker died or was killed while executing a task`, `The actor is dead because …`
             "worker died or was killed",
             "The actor is dead",
             "actor died",
         ),
         r"^(?P<nonzero>)(?:.*?MPI_ABORT was invoked on rank (?P<mpi_rank>\d+))?",
+    ),
+    # `kubectl describe pod`: a pod or container that failed
+    _p(
+        "worker_exit",
+        ("Reason:", "Status:"),
+        r"^\s*(?:Reason:\s+(?:Error|ContainerCannotRun|StartError|DeadlineExceeded)|Status:\s+Failed)\s*$"
+        r"(?P<nonzero>)",
     ),
     _p(
         "slurm_error",

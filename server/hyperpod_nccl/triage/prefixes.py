@@ -85,6 +85,8 @@ def _strip_launchers(text: str, found: Stripped) -> str:
     if match := _LOG_STORE_ROW.match(text):
         found.stamp = f"{match.group(1)}T{match.group(2)}"
         text = text[match.end() :]
+        if text.endswith("|"):  # the table row's closing border
+            text = text[:-1].rstrip()
     if match := _KUBECTL_TIME.match(text):
         found.stamp = f"{match.group(1)}T{match.group(2)}"
         text = text[match.end() :]
