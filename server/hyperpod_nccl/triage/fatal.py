@@ -713,7 +713,7 @@ def _store_connect(event: Event) -> Meaning:
     )
 
 
-_SEGFAULT_WORDS = re.compile(r"Segmentation fault|SIGSEGV|[Ss]ignal:? 11\b")
+_SEGFAULT_WORDS = re.compile(r"[Ss]egmentation fault|SIGSEGV|[Ss]ignal:? 11\b|segfault at ")
 
 
 def _store_barrier(event: Event) -> Meaning:
