@@ -101,6 +101,14 @@ _SIMPLE: dict[str, Meaning] = {
     "shm_exhausted": _fail(
         "triage.config.shm", "Shared memory (/dev/shm) exhausted", C.CONFIG, 80, "debugging-guide.md § 17"
     ),
+    "shm_removed": _fail(
+        "triage.config.shm_removed",
+        "NCCL's shared-memory segment was removed under the job (systemd-logind's RemoveIPC cleans /dev/shm "
+        "for users not logged in): set RemoveIPC=no in logind.conf",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 17",
+    ),
     "addr_in_use": _fail(
         "triage.config.address_in_use", "Address already in use", C.CONFIG, 82, "debugging-guide.md § 8"
     ),
@@ -174,6 +182,13 @@ _SIMPLE: dict[str, Meaning] = {
         "Storage requests failed after exhausting their retries",
         C.STORAGE_IO,
         66,
+        "debugging-guide.md § 14",
+    ),
+    "storage_throttled": _fail(
+        "triage.storage.throttled",
+        "The object store throttled requests (S3 SlowDown / 503) beyond what the client's retries absorbed",
+        C.STORAGE_IO,
+        68,
         "debugging-guide.md § 14",
     ),
     "retry_last_attempt": _warn(
@@ -308,6 +323,65 @@ _SIMPLE: dict[str, Meaning] = {
         C.STORAGE_IO,
         72,
         "debugging-guide.md § 14",
+    ),
+    "ssh_unreachable": _fail(
+        "triage.config.ssh_unreachable",
+        "The launcher could not reach a node over ssh (passwordless keys, host keys, the ssh port, or a "
+        "hostname that does not resolve)",
+        C.CONFIG,
+        78,
+        "debugging-guide.md § 12",
+    ),
+    "slurm_launch": _fail(
+        "triage.infra.slurm_launch",
+        "Slurm could not start the job on a node (its spool copy of the batch script, an expired or invalid "
+        "job credential, a failed prolog): a node-side scheduler fault for the cluster's admins; drain the "
+        "node and resubmit",
+        C.INFRASTRUCTURE,
+        74,
+        "debugging-guide.md § 16",
+    ),
+    "port_fault": _fail(
+        "triage.network.port_fault",
+        "A network port on this node went down or its NIC failed (port error, catastrophic error, link "
+        "down): a cable, transceiver, switch port or NIC fault; drain the node and check its link counters",
+        C.NETWORK,
+        82,
+        "debugging-guide.md § 3",
+    ),
+    "duplicate_gpu": _fail(
+        "triage.software.duplicate_gpu",
+        "Two ranks of one communicator on the same GPU (Duplicate GPU): each process must select its own "
+        "device (`torch.cuda.set_device(LOCAL_RANK)`); look for a hard-coded device or a "
+        "CUDA_VISIBLE_DEVICES that leaves every rank one GPU",
+        C.SOFTWARE,
+        70,
+        "debugging-guide.md § 2",
+    ),
+    "missing_program": _fail(
+        "triage.config.missing_program",
+        "A node could not run a program the job starts (`command not found`, a shared library the loader "
+        "cannot find, an executable not in $PATH): install it there, or set PATH / LD_LIBRARY_PATH for "
+        "non-interactive shells (Open MPI: `--prefix`)",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 12",
+    ),
+    "launcher_env": _fail(
+        "triage.config.launcher_env",
+        "The process was started without the distributed launcher's environment (RANK / WORLD_SIZE / "
+        "MASTER_ADDR / LOCAL_RANK not set): start it with torchrun, srun or mpirun, or set them",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 12",
+    ),
+    "open_files": _fail(
+        "triage.config.open_files",
+        "A process ran out of file descriptors (Too many open files): raise `ulimit -n`, or fewer DataLoader "
+        "workers / the file_system sharing strategy",
+        C.CONFIG,
+        72,
+        "debugging-guide.md § 17",
     ),
     "socket_iface": _fail(
         "triage.config.socket_interface",
@@ -487,6 +561,7 @@ def meaning_of(event: Event) -> Meaning | None:
         "slurm_cancel": _slurm_cancel,
         "exception": _exception,
         "nccl_error": _nccl_error,
+        "nccl_failure": _nccl_error,
         "dataloader_caught": _dataloader_caught,
         "nccl_aborted": lambda _: _NCCL_ERROR,
         "ib_completion": _ib_completion,
@@ -497,6 +572,7 @@ def meaning_of(event: Event) -> Meaning | None:
         "async_error": _async_error,
         "cuda_error": _cuda_error,
         "crash": _crash,
+        "store_barrier": _store_barrier,
     }.get(kind)
     return special(event) if special else _SIMPLE.get(kind)
 
@@ -637,8 +713,27 @@ def _store_connect(event: Event) -> Meaning:
     )
 
 
+_SEGFAULT_WORDS = re.compile(r"[Ss]egmentation fault|SIGSEGV|[Ss]ignal:? 11\b|segfault at ")
+
+
+def _store_barrier(event: Event) -> Meaning:
+    """Fewer workers than the world size reached the barrier: some never started or never got there.
+    More than the world size: the same store key was joined twice over — another job on the same
+    MASTER_PORT or init file, or the process group initialised more than once."""
+    if int(event.fields.get("joined", "0")) > int(event.fields.get("expected", "0")):
+        return _fail(
+            "triage.config.store_shared",
+            "More workers than the world size joined the store-based barrier: another job uses the same "
+            "MASTER_PORT / init file, or the process group was initialised more than once",
+            C.CONFIG,
+            74,
+            "debugging-guide.md § 7",
+        )
+    return _SIMPLE["rendezvous"]
+
+
 def _crash(event: Event) -> Meaning | None:
-    return _SEGFAULT if "Segmentation fault" in event.text else None
+    return _SEGFAULT if _SEGFAULT_WORDS.search(event.text) else None
 
 
 def _xid(event: Event) -> Meaning:
@@ -660,17 +755,24 @@ def _sxid(event: Event) -> Meaning:
     return _consequence("triage.gpu.sxid_nonfatal", title, "debugging-guide.md § 5")
 
 
+_SIGNALLED = 128  # shells and container runtimes report signal N as status 128 + N
+_LAST_SIGNAL = 64
+
+
 def exit_code(event: Event) -> int | None:
+    """The exit code, negative for the signal that ended the process (as Python reports it)."""
     fields = event.fields
     for name in ("code", "block_code"):
         if fields.get(name, "").lstrip("-").isdigit():
             return int(fields[name])
+    status = fields.get("status_code", "")
+    if status.lstrip("-").isdigit():
+        value = int(status)
+        return -(value - _SIGNALLED) if _SIGNALLED < value <= _SIGNALLED + _LAST_SIGNAL else value
     if fields.get("signal", "").isdigit():
         return -int(fields["signal"])
     if fields.get("signal_name") in _SIGNAL_NUMBERS:
         return -_SIGNAL_NUMBERS[fields["signal_name"]]
-    if fields.get("container_code") == "137":
-        return -9
     return None
 
 
@@ -753,16 +855,50 @@ def _dataloader_caught(event: Event) -> Meaning | None:
     return _exception(Event("exception", event.source, event.line, event.text, fields={"cls": name}))
 
 
+_NCCL_RESULT_NAMES = {
+    "unhandledcudaerror": "unhandled cuda error",
+    "systemerror": "unhandled system error",
+    "internalerror": "internal error",
+    "invalidargument": "invalid argument",
+    "invalidusage": "invalid usage",
+}
+
+
+def nccl_result(event: Event) -> str:
+    """The ncclGetErrorString text a line carries, from the text itself or from the result's name
+    (`ncclSystemError`, `NCCL_ERROR_UNHANDLED_CUDA_ERROR`)."""
+    name = event.fields.get("name")
+    if name:
+        return _NCCL_RESULT_NAMES.get(name.replace("_", "").lower(), "")
+    return event.fields.get("what", "").strip().lower()
+
+
+_NCCL_INVALID_USAGE = _fail(
+    "triage.software.nccl_invalid_usage",
+    "NCCL rejected a call (invalid usage / argument)",
+    C.SOFTWARE,
+    50,
+    "debugging-guide.md § 2",
+)
+# ncclUnhandledCudaError: a CUDA call inside NCCL failed. Without a GPU fault beside it (an Xid, ECC
+# or out-of-memory line outweighs it), that is builds that do not fit the GPU or the driver: an old
+# PyTorch/NCCL on a newer GPU, a CUDA runtime newer than the driver.
+_NCCL_CUDA_CALL = _fail(
+    "triage.software.nccl_cuda_call",
+    "A CUDA call inside NCCL failed (unhandled cuda error): usually CUDA, driver and NCCL/PyTorch builds "
+    "that do not fit the GPU or each other",
+    C.SOFTWARE,
+    45,
+    "debugging-guide.md § 10",
+)
+
+
 def _nccl_error(event: Event) -> Meaning:
-    what = event.fields.get("what", "")
+    what = nccl_result(event)
     if what.startswith(("invalid usage", "invalid argument")):
-        return _fail(
-            "triage.software.nccl_invalid_usage",
-            "NCCL rejected a call (invalid usage / argument)",
-            C.SOFTWARE,
-            50,
-            "debugging-guide.md § 2",
-        )
+        return _NCCL_INVALID_USAGE
+    if what.startswith("unhandled cuda error"):
+        return _NCCL_CUDA_CALL
     return _NCCL_ERROR
 
 

@@ -90,7 +90,9 @@ NCCL_STATE = (
         + _ENQ_COMP.replace("last enqueued (?:NCCL )?work", "last enqueued NCCL work"),
     ),
     _p("heartbeat", ("ProcessGroupNCCL's watchdog got stuck", "Heartbeat monitor timed out")),
-    _p("take_down", "To avoid data inconsistency"),
+    # PyTorch ≥ 2.0 prints it on a line of its own; 1.x ended the `Some NCCL operations have failed`
+    # line with `To avoid this inconsistency, we are taking the entire process down.`
+    _p("take_down", ("To avoid data inconsistency", "taking the entire process down")),
     _p(
         "async_error",
         "WorkNCCL(",
@@ -140,6 +142,19 @@ GPU = (
         r"(?i)cuda failure\s*(?:\d+\s*)?'?out of memory|failed to cuda calloc",
     ),
     _p("cuda_oom", ("CUDA error", "Cuda failure"), "out of memory"),
+    # TensorFlow's allocator and the CUDA driver API name GPU exhaustion their own way; TF says
+    # which device, and a CPU allocator running out is host memory, not the GPU.
+    _p(
+        "cuda_oom",
+        (
+            "OOM when allocating",
+            "ResourceExhaustedError: OOM",
+            "Resource exhausted: OOM",
+            "CUDA_ERROR_OUT_OF_MEMORY",
+            "cudaErrorMemoryAllocation",
+        ),
+        r"^(?!.*(?:device:CPU|allocator cpu))",
+    ),
     _p(
         "cudnn_not_initialized",
         ("CUDNN_STATUS_NOT_INITIALIZED", "CUBLAS_STATUS_ALLOC_FAILED", "CUBLAS_STATUS_NOT_INITIALIZED"),
@@ -147,13 +162,43 @@ GPU = (
     # cudaErrorSystemNotReady: on NVSwitch systems, the fabric manager is not running.
     _p("fabric_manager", ("system not yet initialized", "Fabric Manager")),
     _p("gpu_busy", "busy or unavailable"),
-    _p("ecc", "ECC", r"uncorrectable ECC error"),
-    _p("illegal_address", ("CUDA error", "Cuda failure", "CUDA failure"), "illegal memory access"),
-    _p("launch_failure", ("CUDA error", "Cuda failure", "CUDA failure"), "unspecified launch failure"),
+    # The same CUDA errors by the driver API's and the runtime's names (`CUDA_ERROR_ILLEGAL_ADDRESS`,
+    # `cudaErrorLaunchFailure`), as JAX, CuPy, TensorFlow and C++ applications print them.
+    _p("ecc", ("ECC", "ECCUncorrectable"), r"uncorrectable ECC error|ECC_UNCORRECTABLE|ECCUncorrectable"),
+    _p(
+        "illegal_address",
+        (
+            "CUDA error",
+            "Cuda failure",
+            "CUDA failure",
+            "CUDA_ERROR_ILLEGAL_ADDRESS",
+            "cudaErrorIllegalAddress",
+        ),
+        "illegal memory access|ILLEGAL_ADDRESS|IllegalAddress",
+    ),
+    _p(
+        "launch_failure",
+        ("CUDA error", "Cuda failure", "CUDA failure", "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure"),
+        "unspecified launch failure|LAUNCH_FAILED|LaunchFailure",
+    ),
     _p("nvlink_error", "NVLink", "uncorrectable NVLink error"),
-    _p("no_gpu", ("No CUDA GPUs are available", "CUDA-capable device")),
+    _p(
+        "no_gpu",
+        ("No CUDA GPUs are available", "CUDA-capable device", "couldn't communicate with the NVIDIA driver"),
+    ),
     _p("cuda_error", "CUDA error: ", r"CUDA error: (?P<what>[^.\n]*)"),
-    _p("cuda_error", ("Cuda failure", "CUDA failure"), r"(?i)cuda failure\s*(?:\d+\s*)?'(?P<what>[^']*)'"),
+    _p(
+        "cuda_error",
+        ("CUDA_ERROR_", "cudaError"),
+        r"(?P<what>CUDA_ERROR_\w+|cudaError(?!Memory|PeerAccessAlreadyEnabled|NotReady)\w+)",
+    ),
+    # `Cuda failure 'x'` (NCCL), `Cuda failure 1 'x'` (NCCL ≥ 2.19), `Test CUDA failure common.cu:941 'x'`
+    # (nccl-tests), `Failed: Cuda error nccl.cu:60 'x'` (applications built on NCCL's example macros).
+    _p(
+        "cuda_error",
+        ("Cuda failure", "CUDA failure", "Cuda error ", "CUDA error "),
+        r"(?i)cuda (?:failure|error)\s*(?:\d+\s*)?(?:[\w./-]+:\d+\s*)?'(?P<what>[^']*)'",
+    ),
     _p(
         "p2p_unsupported",
         ("via P2P or IB", "peer access is not supported", "P2P is not supported"),
@@ -180,11 +225,33 @@ PROCESS = (
     _p("oom_killed", "Killed process", r"Killed process (?P<pid>\d+) \((?P<comm>[^)]*)\)", key="pid"),
     _p("oom_killed", "Detected", r"Detected (?P<events>\d+) oom[_-]kill event"),
     _p("oom_killed", "OOMKilled"),
+    # Ray's memory monitor (`Workers (tasks / actors) killed due to memory pressure (OOM)`,
+    # `OutOfMemoryError: Task was killed due to the node running low on memory`) and the kernel's
+    # own `python invoked oom-killer` / `oom-kill:constraint=…` lines.
+    _p(
+        "oom_killed",
+        ("killed due to memory pressure", "running low on memory", "invoked oom-killer", "oom-kill:"),
+    ),
     # The shell's report of a child killed by SIGKILL: `Killed`, `bash: line 1: 4242 Killed  python …`.
     _p("shell_killed", "Killed", r"^\s*(?:\S+: line \d+:\s+\d+\s+)?Killed(?:\s+\S.*)?$"),
+    # Other shells and job control: `zsh: killed  python …`, `[1]+  Killed  python …`, fish's
+    # `terminated by signal SIGKILL (Forced quit)`, macOS's `Killed: 9`.
+    _p(
+        "shell_killed",
+        ("zsh: killed", "Killed ", "Killed: 9", "by signal SIGKILL"),
+        r"^\s*(?:zsh: killed\b|\[\d+\][+-]?\s+Killed\b|Killed: 9\b)|terminated by signal SIGKILL\b",
+    ),
     _p(
         "host_alloc",
         ("DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory"),
+    ),
+    # Host memory refused outside shared memory and RDMA registration (those have their own
+    # families): ENOMEM from fork() or mmap, Python's MemoryError, C++'s std::bad_alloc.
+    _p(
+        "host_alloc",
+        ("Errno 12]", "Cannot allocate memory", "MemoryError", "std::bad_alloc"),
+        r"^(?!.*(?:/dev/shm|torch_\d|shm|ibv_|reg_mr|[Rr]egist))(?=.*(?:Errno 12\]|Cannot allocate memory"
+        r"|(?<!OutOf)MemoryError|std::bad_alloc))",
     ),
     _p(
         "srun_task",
@@ -210,7 +277,8 @@ PROCESS = (
         ("Root Cause (first observed failure)", "Failures:"),
         r"^\s*(?P<section>Root Cause|Failures)",
     ),
-    _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<container_code>137)\b"),
+    # `kubectl describe pod`: a container's exit code, 128 + N when signal N ended it.
+    _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<status_code>[1-9]\d*)\b"),
     # Other launchers: PyTorch Lightning, torch.multiprocessing.spawn, DeepSpeed, Open MPI.
     _p(
         "worker_exit",
@@ -224,6 +292,11 @@ PROCESS = (
         r"(?:exit code (?P<code>\d+)|signal (?P<signal_name>SIG\w+))",
     ),
     _p("worker_exit", "exits with return code", r"exits with return code = (?P<code>-?\d+)"),
+    # Python's subprocess (Accelerate, DeepSpeed's runner, custom launchers): a negative status is
+    # the signal that killed the child.
+    _p("worker_exit", "non-zero exit status", r"non-zero exit status (?P<code>-?\d+)"),
+    _p("worker_exit", "KILLED BY SIGNAL:", r"KILLED BY SIGNAL: (?P<signal>\d+)"),
+    _p("worker_exit", "EXIT STRING:", r"EXIT STRING: .*\(signal (?P<signal>\d+)\)"),
     _p(
         "worker_exit",
         "exited on signal",
@@ -232,6 +305,13 @@ PROCESS = (
 )
 
 CONFIG = (
+    # NCCL's refusal to put two ranks of one communicator on one GPU, however it is framed (a bare
+    # WARN text, PyTorch's exception, a title).
+    _p(
+        "duplicate_gpu",
+        ("Duplicate GPU detected", "both on CUDA device"),
+        r"(?:rank (?P<first>\d+) and rank (?P<second>\d+) )?both on CUDA device|Duplicate GPU detected",
+    ),
     _p(
         "shm_exhausted",
         (
@@ -246,16 +326,36 @@ CONFIG = (
             "out of shared memory",
         ),
     ),
+    # systemd-logind (RemoveIPC=yes) deleting NCCL's segments under a job whose user is not logged in.
+    _p("shm_removed", ("unlink shared memory", "RemoveIPC")),
     _p(
         "shm_exhausted",
         ("No space left on device", "unable to mmap", "unable to write to file", "Cannot allocate memory"),
         r"/dev/shm|</?torch_\d+|shm",
     ),
+    # A write that found the disk or the quota full, as the OS, torch.save's zip writer
+    # (`PytorchStreamWriter failed writing file …: file write failed`, `unexpected pos N vs M`) and
+    # TensorFlow (`disk quota exceeded [Op:SaveV2]`) word it.
     _p(
         "disk_full",
-        ("No space left on device", "Disk quota exceeded"),
+        (
+            "No space left on device",
+            "Disk quota exceeded",
+            "disk quota exceeded",
+            "Errno 28]",
+            "Errno 122]",
+            "ENOSPC",
+            "EDQUOT",
+            "PytorchStreamWriter failed writing",
+            "file write failed",
+            "unexpected pos ",
+            "not enough space on the disk",
+        ),
         r"^(?!.*(?:/dev/shm|torch_\d|shm))",
     ),
+    # EMFILE: the process's file-descriptor limit (DataLoader workers passing tensors as file
+    # descriptors, NCCL's sockets and shared-memory handles).
+    _p("open_files", ("Too many open files", "Errno 24]", "EMFILE")),
     _p(
         "socket_iface",
         (
@@ -264,11 +364,37 @@ CONFIG = (
             "NET/Socket : no interface found",
             "is neither AF_INET",
             "no device found matching",
+            # NCCL ≤ 2.3 when a container has no usable IP interface (EAFNOSUPPORT).
+            "Socket creation failed",
+            "Address family not supported by protocol",
         ),
+    ),
+    # A process started without the launcher's environment: PyTorch's env:// rendezvous (1.0:
+    # `env:// rendezvous: WORLD_SIZE not set`; ≥ 1.1: `… environment variable RANK expected, but not
+    # set`) and scripts reading the variables torchrun / srun would have set.
+    _p(
+        "launcher_env",
+        (
+            "env:// rendezvous",
+            "KeyError: 'LOCAL_RANK'",
+            "KeyError: 'RANK'",
+            "KeyError: 'WORLD_SIZE'",
+            "KeyError: 'MASTER_ADDR'",
+            "KeyError: 'MASTER_PORT'",
+            "KeyError: 'LOCAL_WORLD_SIZE'",
+        ),
+        r"(?:expected, but not set|not set|KeyError: ')",
     ),
     _p("dataloader_killed", "is killed by signal: Killed"),
     _p("dataloader_exit", "DataLoader worker (pid"),
     _p("addr_in_use", ("Address already in use", "EADDRINUSE", "Tried to launch distributed communication")),
+    # PyTorch 1.8–2.0's store-based barrier after init: how many workers reached the key.
+    _p(
+        "store_barrier",
+        "in store based barrier",
+        r"Timed out initializing process group in store based barrier.*?world_size=(?P<expected>\d+), "
+        r"worker_count=(?P<joined>\d+)",
+    ),
     _p(
         "rendezvous",
         (
@@ -284,6 +410,40 @@ CONFIG = (
         r"^(?=(?:.*?connect to \((?P<master>[^,\s]{1,253}), (?P<port>\d{1,5})\))?)"
         r"(?=(?:.*?(?<!\d)(?P<joined>\d{1,9})/(?P<expected>\d{1,9}) clients joined)?)"
         r"(?=(?:.*?ncclUniqueId from \[(?P<root>\d{1,9})\])?)",
+    ),
+    # A program the job starts that a node could not run: a launcher's remote daemon or the
+    # interpreter not on the non-interactive PATH (`bash: orted: command not found`), a shared library
+    # the loader cannot find, a container command not in $PATH, Open MPI's "could not find / access
+    # the executable", slurmstepd's execve() of a missing program. Bare `command not found` is
+    # limited to launchers and interpreters: prologs print it for harmless tools (`module: …`).
+    _p(
+        "missing_program",
+        (
+            ": command not found",
+            "error while loading shared libraries",
+            "executable file not found in $PATH",
+            "was unable to find the specified executable",
+            "could not access or execute an executable",
+            "execve(): ",
+        ),
+        r"(?:(?:^|[\s:/])(?:orted|prted|pdsh|pdcp|mpirun|mpiexec|srun|torchrun|deepspeed|accelerate|horovodrun"
+        r"|hydra_pmi_proxy|pmi_proxy|ray|python[\d.]*): command not found|error while loading shared"
+        r"|not found in \$PATH|unable to find the specified executable|could not access or execute"
+        r"|execve\(\): (?!\S*/slurm_script:)\S+: No such file)",
+    ),
+    # Launchers that start ranks over ssh (DeepSpeed's runner and pdsh, mpirun / ORTE) and could not
+    # reach a node: keys, host keys, a port or a name that does not resolve.
+    _p(
+        "ssh_unreachable",
+        (
+            "not reachable via ssh",
+            "ssh exited with exit code",
+            "Permission denied (publickey",
+            "Host key verification failed",
+            "ssh: connect to host",
+            "ssh: Could not resolve hostname",
+            "unable to reliably start one or more daemons",
+        ),
     ),
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
     # A TCP connect to the store that never completed: errno 110 / 113 mean the address is
@@ -356,6 +516,15 @@ TRANSPORT = (
         r"(?:.*?vendor[ _]err[= ]?(?P<vendor>\d+))?",
         key="status",
     ),
+    # A port that went down or a NIC that failed, as NCCL's async-event thread (`Got async event : port
+    # error`, ≥ 2.19 with the device: `mlx5_0:1 Got async event : …`), verbs' event names and the
+    # kernel's link messages report it: a physical fault on that node, never a setting.
+    _p(
+        "port_fault",
+        ("Got async event", "IBV_EVENT_PORT_ERR", "IBV_EVENT_DEVICE_FATAL", "NIC Link is Down", "Link down"),
+        r"Got async event\s*:\s*(?P<what>port error|local catastrophic error)"
+        r"|IBV_EVENT_(?:PORT_ERR|DEVICE_FATAL)|NIC Link is Down|mlx\d_core \S+(?: \S+)?: Link down",
+    ),
     _p("transport_error", "Got async event"),
     # NCCL's socket transport and bootstrap could not connect to a peer's address (2.2 → current).
     _p(
@@ -405,6 +574,22 @@ SCHEDULER = (
         key="host",
     ),
     _p("slurm_failed", "FAILED (non-zero exit code"),
+    # Slurm could not start the job on a node for reasons of its own: slurmd's copy of the batch
+    # script (its spool) missing or not executable, a job credential expired or rejected (clock skew,
+    # munge), the node's prolog failed, the job held after a launch failure.
+    _p(
+        "slurm_launch",
+        (
+            "/slurm_script: ",
+            "Job credential expired",
+            "Invalid job credential",
+            "Job prolog failed",
+            "Slurmd could not execve job",
+            "launch failed requeued held",
+        ),
+        r"(?:execve\(\): \S*/slurm_script: |[Cc]redential|rolog failed|could not execve|launch failed)"
+        r"(?:.*?failed on node (?P<host>[\w.-]+))?",
+    ),
     _p("evicted", ("Evicted", "The node was low on resource", "TaintManagerEviction")),
     _p("node_failure", ("NodeNotReady", "Kubelet stopped posting node status")),
     _p("node_failure", "Node failure on", r"Node failure on (?P<host>[\w.-]+)", key="host"),
@@ -430,9 +615,15 @@ STORAGE_CLIENT = (
         "in DataLoader worker process",
         r"Caught (?P<cls>\w+) in DataLoader worker process",
     ),
-    _p("retries_exhausted", "Max retries exceeded"),
+    # S3 and S3-compatible stores refusing requests for rate (HTTP 503 SlowDown), as botocore,
+    # the AWS CLI, the CRT (`AWS_ERROR_S3_SLOW_DOWN`) and plain HTTP clients report it.
+    _p(
+        "storage_throttled",
+        ("SlowDown", "Slow Down", "SLOW_DOWN", "reduce your request rate", "ThrottlingException"),
+    ),
     _p("retry_last_attempt", "Retry(total=0"),
     _p("retries_exhausted", ("retrying", "Retrying"), r"(?i)retr(?:y|ying|ies)\D{0,12}(\d+)\s*/\s*\1\b"),
+    _p("retries_exhausted", ("Max retries exceeded", "reached max retries")),
     _p(
         "connection_reset",
         (
@@ -470,8 +661,13 @@ DATA = (
             "ReadError: unexpected end of data",
             "ReadError: truncated",
             "DecodeError",
+            # a checkpoint or weights file cut short or corrupted (torch.load, safetensors)
+            "PytorchStreamReader failed reading",
+            "failed finding central directory",
+            "MetadataIncompleteBuffer",
         ),
-        r"^(?!.*corrupted/incomplete data)",
+        r"^(?!.*(?:corrupted/incomplete data|memory corruption|double free|malloc\(\)|free\(\)|corrupted size"
+        r"|double-linked))",
     ),
 )
 
@@ -506,16 +702,164 @@ PROGRESS = (
     ),
 )
 
+# NCCL's result codes however the caller frames them: PyTorch 1.x (`NCCL error: unhandled system
+# error, NCCL version 2.7.8`, `NCCL Error 2: unhandled system error`), the `ncclSystemError: …`
+# line PyTorch adds, TensorFlow and Horovod (`ncclCommInitRank failed: unhandled cuda error`), CuPy
+# (`NCCL_ERROR_UNHANDLED_CUDA_ERROR`), JAX/XLA and programs using NCCL's example macros
+# (`Failed, NCCL error nccl.cu:60 'internal error'`). The text names the result; `fatal.nccl_result`
+# reads it.
+NCCL_RESULTS = (
+    _p(
+        "nccl_error",
+        (
+            "unhandled cuda error",
+            "unhandled system error",
+            "internal error",
+            "invalid usage",
+            "invalid argument",
+            "ncclUnhandledCudaError",
+            "ncclSystemError",
+            "ncclInternalError",
+            "ncclInvalidArgument",
+            "ncclInvalidUsage",
+            "NCCL_ERROR_",
+        ),
+        r"(?i)^(?!.*NCCL WARN)(?=.*nccl)(?:.*?\b(?P<what>unhandled (?:cuda|system) error|internal error"
+        r"|invalid usage|invalid argument)\b|.*?\bnccl(?:_error_|_?)(?P<name>unhandled_?cuda_?error"
+        r"|system_?error|internal_?error|invalid_?argument|invalid_?usage)\b)",
+    ),
+)
+
+_EXCEPTION_CLASS = r"(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))(?:\([\w.]+\))?"
+
 PYTHON = (
-    _p("crash", ("Segmentation fault", "terminate called after throwing", "Fatal Python error")),
-    _p("traceback", "Traceback (most recent call last)"),
+    _p(
+        "crash",
+        (
+            "Segmentation fault",
+            "segmentation fault",
+            "terminate called",
+            "Fatal Python error",
+            # glibc, the kernel's and Open MPI's reports of a process a signal ended
+            "core dumped",
+            "SIGSEGV",
+            "SIGABRT",
+            "Process received signal",
+            "Illegal instruction",
+            "Floating point exception",
+            "double free or corruption",
+            "free(): invalid",
+            "free(): corrupted",
+            "malloc(): ",
+            "corrupted size vs",
+            "corrupted double-linked list",
+            "SIGBUS",
+            "SIGILL",
+            "SIGFPE",
+            "Bus error",
+            # the kernel's line for a user process that faulted (`python[812]: segfault at 0 ip …`)
+            "segfault at ",
+            # Jupyter
+            "The kernel appears to have died",
+            "stack smashing detected",
+            # glog's fatal checks (TensorFlow, XLA, PyTorch's C++ core)
+            "Check failed:",
+            "Check failure stack trace",
+        ),
+    ),
+    _p("traceback", ("Traceback (most recent call last)", "Exception in thread ")),
+    # torchelastic's error_handler JSON: `"message": "RendezvousConnectionError: The connection …",`
+    _p(
+        "exception",
+        '"message": "',
+        r'"message": "' + _EXCEPTION_CLASS + r'(?::\s*(?P<what>[^"]*))?',
+    ),
     _p("setup_activity", ("Building wheel for", "Collecting ", "Installing collected packages")),
     _p(
         "exception",
         ("Error", "Exception", "KeyboardInterrupt"),
-        r"^\s*(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))(?::\s*(?P<what>.*))?$",
+        # at the start of the message, or after a logger's level word (`… - ERROR - KeyError: 'x'`)
+        r"^(?:.*?\b(?:ERROR|CRITICAL|FATAL)\b[\]:|\s-]*)?\s*" + _EXCEPTION_CLASS + r"(?::\s*(?P<what>.*))?$",
     ),
     _p("nccl_warn", "NCCL WARN", r" NCCL WARN (?P<what>.*)$"),
+    # NCCL ≤ 2.3 printed `host:pid:tid [dev] file.cu:61 WARN …`, without `NCCL`.
+    _p("nccl_warn", " WARN ", r"^[\w./-]+:\d+ WARN (?P<what>.*)$"),
+    # NCCL's WARN texts pasted without their prefix (a title, a quote): a verbs call that failed, the
+    # proxy's failed calls to a peer, a ring that does not close.
+    _p(
+        "nccl_warn",
+        (
+            "Call to ibv_",
+            "Proxy Call to rank",
+            "Socket recv failed while polling",
+            "Failed to execute operation",
+            "does not loop back to start",
+        ),
+        r"(?P<what>(?:Call to ibv_\w+ failed|Proxy Call to rank|Socket recv failed"
+        r"|Failed to execute operation|ring \d+ does not loop back).*)$",
+    ),
+)
+
+# Last: lines that show a failure in any framing, for the never-silent fallback (rules/unknown.py)
+# when nothing more specific named them. A non-zero exit code or status from any launcher, shell or
+# scheduler (`Exit code:    3`, `exited with code 1`, `exit status 139`, `returncode=-11`), MPI's and
+# Kubernetes' reports of a failed job, Slurm's own errors.
+VISIBLE = (
+    _p(
+        "worker_exit",
+        (
+            "exit code",
+            "Exit code",
+            "EXIT CODE",
+            "exit status",
+            "Exit status",
+            "exit_code",
+            "return code",
+            "returncode",
+            "xited with code",
+            "xited with status",
+        ),
+        r"(?i)(?:exit(?:ed)?(?: with)?[ _](?:code|status)|return[ _]?code)\s*[:=]?\s*\(?"
+        r"(?P<status_code>-?[1-9]\d*)\b",
+    ),
+    _p(
+        "worker_exit",
+        (
+            "non-zero exit",
+            "non-zero status",
+            "nonzero exit",
+            "MPI_ABORT was invoked",
+            "CrashLoopBackOff",
+            "Back-off restarting failed container",
+            # MPICH / Intel MPI (hydra)
+            "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+            # Kubernetes: an image that could not be pulled, a pod that could not be scheduled, a Job
+            # out of retries
+            "Failed to pull image",
+            "ErrImagePull",
+            "ImagePullBackOff",
+            "FailedScheduling",
+            "BackoffLimitExceeded",
+            "has reached the specified backoff limit",
+            # Ray: `A worker died or was killed while executing a task`, `The actor is dead because …`
+            "worker died or was killed",
+            "The actor is dead",
+            "actor died",
+        ),
+        r"^(?P<nonzero>)(?:.*?MPI_ABORT was invoked on rank (?P<mpi_rank>\d+))?",
+    ),
+    # `kubectl describe pod`: a pod or container that failed
+    _p(
+        "worker_exit",
+        ("Reason:", "Status:"),
+        r"^\s*(?:Reason:\s+(?:Error|ContainerCannotRun|StartError|DeadlineExceeded)|Status:\s+Failed)\s*$"
+        r"(?P<nonzero>)",
+    ),
+    _p(
+        "slurm_error",
+        ("slurmstepd: error", "srun: error", "sbatch: error", "salloc: error", "Job step aborted"),
+        r"(?P<what>(?:error: |Job step aborted).*)$",
+    ),
 )
 
 EVENT_PATTERNS: tuple[Pattern, ...] = (
@@ -531,7 +875,9 @@ EVENT_PATTERNS: tuple[Pattern, ...] = (
     + MISSING
     + FRAMEWORK
     + PROGRESS
+    + NCCL_RESULTS
     + PYTHON
+    + VISIBLE
 )
 
 

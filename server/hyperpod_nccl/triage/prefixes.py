@@ -1,6 +1,8 @@
 """Peel launcher and logger prefixes off a line: what is left is the message, plus who wrote it.
 
-Prefixes nest, outermost first: `kubectl logs --timestamps`, Ray's `(Worker pid=…)`, mpirun's
+Prefixes nest, outermost first: a log store's row (CloudWatch's console or Insights table copied as
+`| 2024-05-01 10:00:00.000 | message |`, or its events view as `<ISO time><TAB>message`),
+`kubectl logs --timestamps`, Ray's `(Worker pid=…)`, mpirun's
 `[1,3]<stdout>:`, srun `--label`'s `3: `, torchrun's `[default3]:` (a *local* rank), PyTorch's
 `[rank3]:` / `[rank3]: ` (global), then a logger prefix (c10 glog, torchrun's elastic logging,
 NCCL's `host:pid:tid [dev]`, slurmstepd's `slurmstepd-host:`, dmesg, journald). Timestamps are
@@ -20,6 +22,9 @@ UNKNOWN_YEAR = "0000"
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, 1)}
 
+_LOG_STORE_ROW = re.compile(
+    r"\|?\s*(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?:\s*\|\s*|\t)"
+)
 _KUBECTL_TIME = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?Z ")
 _KUBECTL_POD = re.compile(r"\[pod/[^\]]+\] ")
 _RAY = re.compile(r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) ")
@@ -77,6 +82,11 @@ def message_rank(message: str) -> int | None:
 
 
 def _strip_launchers(text: str, found: Stripped) -> str:
+    if match := _LOG_STORE_ROW.match(text):
+        found.stamp = f"{match.group(1)}T{match.group(2)}"
+        text = text[match.end() :]
+        if text.endswith("|"):  # the table row's closing border
+            text = text[:-1].rstrip()
     if match := _KUBECTL_TIME.match(text):
         found.stamp = f"{match.group(1)}T{match.group(2)}"
         text = text[match.end() :]

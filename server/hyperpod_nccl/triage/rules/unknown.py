@@ -53,14 +53,16 @@ _CONSEQUENCES: dict[str, tuple[str, str]] = {
     "srun_task": ("an srun task that failed", "debugging-guide.md § 16"),
     "slurm_cancel": ("a Slurm cancellation", "debugging-guide.md § 16"),
     "slurm_failed": ("a Slurm step that failed", "debugging-guide.md § 16"),
+    "slurm_error": ("a Slurm error", "debugging-guide.md § 16"),
     "sigterm": ("a termination signal", "debugging-guide.md § 1"),
     "dataloader_exit": ("a DataLoader worker that exited", "debugging-guide.md § 17"),
 }
 LOOKED_FOR = (
-    "watchdog timeouts and dump signals, NCCL errors and WARN lines, transport errors (EFA, libfabric, "
-    "IB, sockets), Python tracebacks and exceptions, CUDA errors and out-of-memory, GPU Xid / ECC / "
-    "fallen-off-the-bus lines, OOM kills and SIGKILL, non-zero worker exits, srun task failures, "
-    "Slurm cancellations, rendezvous and store timeouts, storage and data errors"
+    "watchdog timeouts and dump signals, NCCL errors (any framing of NCCL's result codes) and WARN lines, "
+    "transport errors (EFA, libfabric, IB, sockets), Python tracebacks and exceptions, CUDA errors and "
+    "out-of-memory, GPU Xid / ECC / fallen-off-the-bus lines, OOM kills and SIGKILL, crashes (segmentation "
+    "faults, aborts, core dumps), non-zero exits and signals from any launcher, srun task failures, Slurm "
+    "errors and cancellations, rendezvous and store timeouts, storage and data errors"
 )
 
 
@@ -73,7 +75,7 @@ def abnormal_events(incident: Incident) -> tuple[list[Event], list[Event]]:
 
 def _failed(event: Event) -> bool:
     if event.kind == "worker_exit":
-        return (exit_code(event) or 0) != 0
+        return "nonzero" in event.fields or (exit_code(event) or 0) != 0
     if event.kind == "srun_task":
         status = event.fields.get("status", "")
         return not status.endswith("exit code 0")

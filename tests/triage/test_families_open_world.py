@@ -1,0 +1,492 @@
+"""Families of wording found on threads outside the first corpus (issue 16, "Done when": logs from
+threads not in the corpus score the same). Each family is tested in wordings other than the pasted
+case's: other versions, other frameworks, other launchers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hyperpod_nccl.models import Category
+from hyperpod_nccl.triage.prefixes import strip
+from tests.triage.test_families import cause, describe, nccl_warn, quotes, triage
+
+# --- a write that found the disk or the quota full ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # torch.save's zip writer on PyTorch 1.x, when the file system fills mid-write
+        "RuntimeError: [enforce fail at inline_container.cc:337] . unexpected pos 4353408 vs 4353296",
+        # a home-directory quota on an HPC cluster
+        "OSError: [Errno 122] Disk quota exceeded: '/home/u123/runs/ckpt/model_00042.pt'",
+        # TensorFlow's checkpoint writer
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: "
+        "/ckpt/model.ckpt-120_temp/part-00000; disk quota exceeded [Op:SaveV2]",
+    ],
+    ids=["torch-unexpected-pos", "errno-122", "tf-savev2"],
+)
+def test_a_full_disk_or_quota_is_storage_whatever_writes(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank0.log": f"Saving checkpoint to /ckpt\n{line}\n"})
+    assert cause(report)[0] == Category.STORAGE_IO, describe(report)
+    assert quotes(report, line[:40])
+
+
+# --- file descriptors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "OSError: [Errno 24] Too many open files: '/data/imagenet/train/n01440764/n01440764_10026.JPEG'",
+        nccl_warn("gpu-3", 991, 1, "misc/socket.cc:438", "Call to socket failed : Too many open files"),
+    ],
+    ids=["python-open", "nccl-socket"],
+)
+def test_running_out_of_file_descriptors_is_configuration(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": line.lstrip("\n") + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.open_files" for f in report.findings)
+
+
+# --- NCCL found no usable interface (the socket wording of NCCL ≤ 2.3) ------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pod-a:77:77 [0] misc/socket.cc:120 NCCL WARN Net : Socket creation failed : Address family not "
+        "supported by protocol",
+        "pod-a:77:77 [0] include/socket.h:288 WARN Socket creation failed : Permission denied",
+    ],
+    ids=["nccl-warn", "pre-2.4-warn"],
+)
+def test_nccl_creating_no_socket_is_the_network_interface_setup(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank0.log": f"NCCL version 2.3.7+cuda9.2\n{line}\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert quotes(report, "Socket creation failed")
+
+
+def test_pre_2_4_warn_lines_without_nccl_in_them_are_read(tmp_path: Path) -> None:
+    report = triage(
+        tmp_path, {"rank0.log": "gpu-1:12:40 [2] transport/p2p.cu:512 WARN failed to open CUDA IPC\n"}
+    )
+    assert report.blocking and quotes(report, "WARN failed to open CUDA IPC"), describe(report)
+
+
+# --- a CUDA call inside NCCL failed -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # TensorFlow + Horovod
+        "tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: "
+        "unhandled cuda error\n",
+        # CuPy (Chainer, early vLLM)
+        "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error\n",
+        # PyTorch 2.x: the error and the result's name on the next line
+        "[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL "
+        "version 2.19.3\n[rank1]: ncclUnhandledCudaError: Call to CUDA function failed.\n",
+    ],
+    ids=["tensorflow", "cupy", "pytorch-2"],
+)
+def test_an_unhandled_cuda_error_alone_points_at_mismatched_builds(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"rank1.log": text})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    assert any(f.id == "triage.software.nccl_cuda_call" for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    ("extra", "category"),
+    [
+        ("NVRM: Xid (PCI:0000:53:00): 79, pid=4242, GPU has fallen off the bus.\n", Category.GPU_HARDWARE),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", Category.GPU_OOM),
+    ],
+    ids=["xid-79", "cuda-oom"],
+)
+def test_a_gpu_fault_beside_an_unhandled_cuda_error_is_the_cause(
+    tmp_path: Path, extra: str, category: Category
+) -> None:
+    text = "RuntimeError: NCCL error: unhandled cuda error, NCCL version 2.10.3\n" + extra
+    report = triage(tmp_path, {"rank0.log": text})
+    assert cause(report)[0] == category, describe(report)
+
+
+# --- host memory as Ray and the kernel report it -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(TorchTrainer pid=812) ray.exceptions.OutOfMemoryError: Task was killed due to the node running low "
+        "on memory.\n",
+        "(raylet) [2024-05-01 10:00:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers "
+        "(tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons\n",
+        "May  1 10:00:00 gpu-7 kernel: python invoked oom-killer: gfp_mask=0x100cca(GFP_HIGHUSER_MOVABLE), "
+        "order=0, oom_score_adj=0\n",
+    ],
+    ids=["ray-exception", "raylet", "kernel"],
+)
+def test_host_memory_kills_from_ray_and_the_kernel(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"worker.log": text})
+    assert cause(report)[0] == Category.HOST_OOM, describe(report)
+
+
+# --- GPU memory in TensorFlow's and the driver API's words ----------------------------------------
+
+
+def test_tensorflow_gpu_oom_is_gpu_memory_and_its_cpu_allocator_is_not(tmp_path: Path) -> None:
+    gpu = (
+        "[1,3]<stderr>:tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "
+        "tensor with shape[64,1024,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by "
+        "allocator GPU_0_bfc\n"
+    )
+    assert cause(triage(tmp_path / "gpu", {"a.log": gpu}))[0] == Category.GPU_OOM
+    driver = (
+        "E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 512.00M: "
+        "CUDA_ERROR_OUT_OF_MEMORY\n"
+    )
+    assert cause(triage(tmp_path / "driver", {"a.log": driver}))[0] == Category.GPU_OOM
+    cpu = gpu.replace("device:GPU:0 by allocator GPU_0_bfc", "device:CPU:0 by allocator cpu")
+    assert cause(triage(tmp_path / "cpu", {"a.log": cpu}))[0] != Category.GPU_OOM
+
+
+# --- object stores throttling ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the GetObject operation "
+        "(reached max retries: 4): Please reduce your request rate.",
+        "urllib.error.HTTPError: HTTP Error 503: Slow Down",
+        "mount-s3: WARN request failed: AWS_ERROR_S3_SLOW_DOWN",
+    ],
+    ids=["botocore", "urllib", "mountpoint"],
+)
+def test_a_throttled_object_store_is_storage(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"loader.log": line + "\n"})
+    assert cause(report)[0] == Category.STORAGE_IO, describe(report)
+    assert quotes(report, line[:30])
+
+
+# --- exit statuses that carry a signal --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "category"),
+    [
+        ("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)", Category.HOST_OOM),
+        ("command terminated with exit code 137", Category.HOST_OOM),
+        (
+            "subprocess.CalledProcessError: Command '['/usr/bin/python', 'train.py']' returned non-zero exit "
+            "status -9.",
+            Category.HOST_OOM,
+        ),
+        ("zsh: killed     python train.py --config big.yaml", Category.HOST_OOM),
+        ("      Exit Code:    139", Category.UNKNOWN),  # SIGSEGV: a crash, cause not established
+    ],
+    ids=["ide", "kubectl-exec", "called-process", "zsh", "container-139"],
+)
+def test_a_status_of_128_plus_n_or_minus_n_is_signal_n(tmp_path: Path, line: str, category: Category) -> None:
+    report = triage(tmp_path, {"launcher.log": line + "\n"})
+    assert cause(report)[0] == category, describe(report)
+
+
+def test_an_exit_code_of_zero_is_not_a_failure(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"launcher.log": "Process finished with exit code 0\nexited with status 0\n"})
+    assert report.root_cause is None and not report.blocking, describe(report)
+
+
+# --- a log store's row around each line ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "| 2024-05-01 10:00:00.000 | Killed |",
+        "2024-05-01T10:00:00.000+00:00\tKilled",
+    ],
+    ids=["insights-table", "events-view"],
+)
+def test_a_cloudwatch_row_is_peeled_and_dates_the_line(line: str) -> None:
+    found = strip(line)
+    assert found.message.startswith("Killed") and found.stamp == "2024-05-01T10:00:00"
+
+
+# --- started without the launcher --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Error initializing torch.distributed using env:// rendezvous: environment variable "
+        "MASTER_ADDR expected, but not set",
+        "RuntimeError: env:// rendezvous: WORLD_SIZE not set",  # PyTorch 1.0
+        "    local_rank = int(os.environ['LOCAL_RANK'])\nKeyError: 'LOCAL_RANK'",
+    ],
+    ids=["master-addr", "pytorch-1.0", "script-reads-local-rank"],
+)
+def test_a_process_started_without_the_launcher_is_configuration(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": f"Traceback (most recent call last):\n{line}\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.launcher_env" for f in report.findings)
+
+
+# --- host memory refused outside shared memory ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 30.5 GiB for an array with shape "
+        "(4096, 1000000) and data type float64",
+        "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc",
+        "BlockingIOError: [Errno 11] Resource temporarily unavailable\n"
+        "OSError: [Errno 12] Cannot allocate memory",
+    ],
+    ids=["numpy", "cpp", "errno-12"],
+)
+def test_host_memory_refused_is_host_oom(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": line + "\n"})
+    assert cause(report)[0] == Category.HOST_OOM, describe(report)
+
+
+def test_enomem_on_shared_memory_stays_the_shm_family(tmp_path: Path) -> None:
+    line = "RuntimeError: unable to mmap 4096 bytes from file </torch_881_2>: Cannot allocate memory (12)"
+    report = triage(tmp_path, {"train.log": line + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+
+
+# --- a launcher that starts ranks over ssh and could not reach a node --------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # DeepSpeed's runner through pdsh
+        "10.0.0.12: Permission denied (publickey,password).\n"
+        "pdsh@node-0: 10.0.0.12: ssh exited with exit code 255\n",
+        # Open MPI
+        "ssh: connect to host node-3 port 22: Connection refused\n"
+        "ORTE was unable to reliably start one or more daemons.\n",
+        # DeepSpeed's own check before it launches anything
+        "RuntimeError: Using hostfile at /job/hostfile but host=worker-2 was not reachable via ssh. If you "
+        "are running with a single node please remove /job/hostfile or setup passwordless ssh.\n",
+    ],
+    ids=["pdsh", "mpirun", "deepspeed-check"],
+)
+def test_a_node_the_launcher_cannot_reach_over_ssh_is_configuration(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"launcher.log": text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.ssh_unreachable" for f in report.findings)
+
+
+# --- PyTorch 1.8-2.0's store-based barrier: how many workers arrived ---------------------------------
+
+_BARRIER = (
+    "RuntimeError: Timed out initializing process group in store based barrier on rank: {rank}, for key: "
+    "store_based_barrier_key:1 (world_size={world}, worker_count={count}, timeout=0:30:00)"
+)
+
+
+@pytest.mark.parametrize(
+    ("world", "count", "category"),
+    [(8, 6, Category.RENDEZVOUS), (2, 4, Category.CONFIG), (4, 16, Category.CONFIG)],
+    ids=["some-never-arrived", "twice-over", "four-times-over"],
+)
+def test_the_store_barrier_counts_say_missing_workers_or_a_shared_store(
+    tmp_path: Path, world: int, count: int, category: Category
+) -> None:
+    lines = [f"[rank{r}]: " + _BARRIER.format(rank=r, world=world, count=count) for r in range(2)]
+    report = triage(tmp_path, {"console.log": "\n".join(lines) + "\n"})
+    assert cause(report)[0] == category, describe(report)
+
+
+# --- a checkpoint file cut short or corrupted --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: PytorchStreamReader failed reading file data/3: invalid header or archive is "
+        "corrupted",
+        "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer",
+    ],
+    ids=["torch-load", "safetensors"],
+)
+def test_a_truncated_checkpoint_is_data(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"resume.log": f"Loading checkpoint from /ckpt/step_1200\n{line}\n"})
+    assert cause(report)[0] == Category.DATA, describe(report)
+
+
+# --- a program the job starts that a node could not run -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # DeepSpeed's runner: the remote login shell does not have the conda environment
+        "pdsh@node-0: node-1: bash: deepspeed: command not found\n"
+        "pdsh@node-0: node-1: ssh exited with exit code 127\n",
+        # an interpreter built against a library the node lacks
+        "[1,3]<stderr>:python3: error while loading shared libraries: libpython3.10.so.1.0: cannot open "
+        "shared object file: No such file or directory\n",
+        # the container's command is not in the image
+        "Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: "
+        'runc create failed: unable to start container process: exec: "torchrun": executable file not found '
+        "in $PATH: unknown\n",
+        # Open MPI when the program is missing on a node
+        "mpirun was unable to find the specified executable file, and therefore\n"
+        "did not launch the job.  This error was first reported for process\n",
+    ],
+    ids=["pdsh-deepspeed", "shared-library", "container-exec", "open-mpi"],
+)
+def test_a_program_a_node_cannot_run_is_configuration(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"launcher.log": text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.missing_program" for f in report.findings), describe(report)
+
+
+def test_a_prolog_tool_not_found_is_not_a_failure(tmp_path: Path) -> None:
+    text = (
+        "/var/spool/slurmd/job1234/slurm_script: line 9: module: command not found\n"
+        "epoch 1 step 100 loss 2.31\n"
+        "epoch 1 step 200 loss 2.05\n"
+        "Training completed.\n"
+    )
+    report = triage(tmp_path, {"slurm-1234.out": text})
+    assert not report.blocking, describe(report)
+
+
+# --- Slurm could not start the job on a node for reasons of its own ------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a node whose clock or munge key went wrong after a reboot
+        "srun: error: Task launch for StepId=4471.0 failed on node gpu-st-p4d-7: Job credential expired\n"
+        "srun: error: Application launch failed: Job credential expired\n",
+        # slurmd's spool mounted noexec
+        "slurmstepd: error: execve(): /var/spool/slurmd/job4471/slurm_script: Permission denied\n",
+        # squeue's reason after a launch failure
+        "  4471   gpu  pretrain  alice PD  0:00  2 (launch failed requeued held)\n",
+    ],
+    ids=["credential", "spool-noexec", "held"],
+)
+def test_slurm_failing_to_start_the_job_on_a_node_is_infrastructure(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"slurm-4471.out": text})
+    assert cause(report)[0] == Category.INFRASTRUCTURE, describe(report)
+    assert any(f.id == "triage.infra.slurm_launch" for f in report.findings), describe(report)
+
+
+def test_a_program_slurm_cannot_execute_is_not_the_scheduler(tmp_path: Path) -> None:
+    line = "slurmstepd: error: execve(): torchrun: No such file or directory\n"
+    report = triage(tmp_path, {"slurm-9.out": line})
+    assert not any(f.id == "triage.infra.slurm_launch" for f in report.findings), describe(report)
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+
+
+# --- two ranks on one GPU ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        nccl_warn(
+            "gpu-1",
+            4410,
+            1,
+            "init.cc:801",
+            "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 41000",
+        ),
+        # Horovod under mpirun, the WARN text alone on stderr
+        "[1,1]<stderr>:Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 3b000\n",
+    ],
+    ids=["nccl-warn", "mpirun"],
+)
+def test_two_ranks_on_one_gpu_is_the_device_selection(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"rank1.log": text.lstrip("\n")})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    assert any(f.id == "triage.software.duplicate_gpu" for f in report.findings), describe(report)
+
+
+# --- a port that went down, a NIC that failed -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "node"),
+    [
+        # NCCL ≥ 2.19 names the device; the peer on another node then times out
+        (
+            "step 41200 | loss 1.84 | 312 TFLOPS\n"
+            + nccl_warn(
+                "gpu-st-12", 7781, 3, "net_ib.cc:121", "NET/IB : mlx5_3:1 Got async event : port error"
+            )
+            + nccl_warn(
+                "gpu-st-30",
+                5120,
+                3,
+                "net_ib.cc:1696",
+                "NET/IB : Got completion from peer 10.1.4.12<41233> with status=12 opcode=0 len=0 "
+                "vendor err 129",
+            ),
+            "gpu-st-12",
+        ),
+        # the HCA itself died
+        (
+            nccl_warn(
+                "gpu-st-7",
+                2201,
+                0,
+                "transport/net_ib.cc:84",
+                "NET/IB : Got async event : local catastrophic error",
+            )
+            + nccl_warn("gpu-st-7", 2201, 0, "misc/ibvwrap.cc:231", "Call to ibv_get_async_event failed"),
+            "gpu-st-7",
+        ),
+    ],
+    ids=["port-error", "catastrophic"],
+)
+def test_a_port_down_or_a_dead_nic_is_the_network_on_that_node(tmp_path: Path, text: str, node: str) -> None:
+    report = triage(tmp_path, {"job.log": text.lstrip("\n") + "\n"})
+    assert cause(report)[0] == Category.NETWORK, describe(report)
+    assert node in report.root_cause.culprit_nodes, describe(report)
+
+
+def test_the_kernel_saying_a_link_went_down_is_the_network(tmp_path: Path) -> None:
+    text = (
+        "[Tue May  7 03:12:44 2024] mlx5_core 0000:41:00.0 enp65s0f0np0: Link down\n"
+        "[Tue May  7 03:12:45 2024] mlx5_core 0000:41:00.0 enp65s0f0np0: Link up\n"
+    )
+    report = triage(tmp_path, {"dmesg.txt": text})
+    assert cause(report)[0] == Category.NETWORK, describe(report)
+
+
+# --- NCCL's shared memory removed under the job --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        nccl_warn(
+            "gpu-2",
+            8812,
+            0,
+            "misc/shmutils.cc:95",
+            "unlink shared memory /dev/shm/nccl-d5rTd0 failed, error: No such file or directory",
+        ),
+        "[1,0]<stderr>:unlink shared memory /dev/shm/nccl-Zq81Pa failed, error: No such file or directory\n",
+    ],
+    ids=["nccl-warn", "mpirun"],
+)
+def test_shared_memory_removed_by_systemd_is_configuration(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"rank0.log": text.lstrip("\n")})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.shm_removed" for f in report.findings), describe(report)
