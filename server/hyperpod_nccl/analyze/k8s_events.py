@@ -106,10 +106,12 @@ def _finding(kind: EventKind, events: list[dict[str, Any]], kubernetes: Kubernet
     is_node = kind.reason == "NodeNotReady"
     hosts = {(event.get("source") or {}).get("host") for event in events} - {None, ""}
     states = _node_states(targets, kubernetes) if is_node else ""
+    # A flap the node recovered from is history: it matters only if it lines up with a failure.
+    recovered = is_node and states == ": Ready again"
     return Finding(
         id=kind.id,
         status=kind.status,
-        priority=kind.priority,
+        priority=Priority.P2 if recovered else kind.priority,
         title=kind.title.format(n=len(targets)) + states,
         reference=kind.reference,
         detail=kind.detail,
@@ -132,6 +134,11 @@ def analyze_k8s_events(snapshot: Snapshot) -> list[Finding]:
             for event in kubernetes.events
             if event.get("reason") == kind.reason
             and not (kind.reason in ("Evicted", "NodeNotReady") and _target(event) in skip)
+            # the node controller also posts NodeNotReady on each pod of the node: the node's own
+            # event says it once
+            and not (
+                kind.reason == "NodeNotReady" and (event.get("involvedObject") or {}).get("kind") != "Node"
+            )
         ]
         if events:
             events.sort(key=lambda event: event.get("lastTimestamp") or event.get("eventTime") or "")

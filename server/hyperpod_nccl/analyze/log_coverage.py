@@ -112,7 +112,7 @@ def _issue_evidence(pod: str, issues: list[CollectionIssue]) -> tuple[Evidence, 
     return tuple(
         Evidence(source=issue.source, text=f"{issue.kind}: {issue.message}")
         for issue in issues
-        if issue.source.startswith(f"pods/log {pod} (")
+        if f"pods/log {pod} (" in issue.source
     )
 
 
@@ -178,7 +178,13 @@ def _uncovered_text(coverage: LogCoverage, state: Coverage) -> str:
     return f"{who} {_WHY[state]} ({_pod_list(pods)})"
 
 
-def coverage_finding(coverage: LogCoverage) -> Finding:
+def uncovered_ranks(coverage: LogCoverage) -> set[int]:
+    return {rank for pod in coverage.pods if pod.state != "covered" for rank in pod.ranks}
+
+
+def coverage_finding(coverage: LogCoverage, waiting: str = "") -> Finding:
+    """`waiting`: what the covered ranks were doing (the triage's stuck collective), to say beside
+    the ranks no log covers."""
     moment = f"{coverage.moment:%Y-%m-%dT%H:%M:%SZ}"
     covered = compress(coverage.ranks("covered"))
     if coverage.complete:
@@ -201,6 +207,7 @@ def coverage_finding(coverage: LogCoverage) -> Finding:
         title=f"No pod log covers the failure ({moment}) for " + "; ".join(gaps),
         reference=_REFERENCE,
         detail=(f"The logs read cover ranks {covered}. " if covered else "")
+        + (f"{waiting} " if waiting else "")
         + "Ranks without a covering log are not silent or stuck: their logs are simply not here. "
         "The triage read only the logs of the container instances that ran at the failure.",
         ranks=sorted(rank for pod in uncovered for rank in pod.ranks),

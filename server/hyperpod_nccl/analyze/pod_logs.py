@@ -17,8 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hyperpod_nccl.analyze.job_topology import Topology, build_topology
-from hyperpod_nccl.analyze.log_coverage import LogCoverage, coverage_finding, covering_logs, log_coverage
-from hyperpod_nccl.analyze.triage_reading import failure_moment
+from hyperpod_nccl.analyze.log_coverage import (
+    LogCoverage,
+    coverage_finding,
+    covering_logs,
+    log_coverage,
+    uncovered_ranks,
+)
+from hyperpod_nccl.analyze.triage_reading import absent_ranks, failure_moment, waiting_sentence
 from hyperpod_nccl.models import Evidence, Finding, Report, Status
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot, PodLog, pod_key
@@ -88,6 +94,7 @@ def relabel(finding: Finding, by_file: dict[str, PodLog], topology: Topology | N
 
 # version_skew compares the versions per pod, with or without host prefixes in the lines.
 _REPORTED_ELSEWHERE = "_version_skew"
+_MISSING_RANKS = "triage.input.missing_ranks"
 
 
 @dataclass
@@ -163,14 +170,28 @@ def triage_pod_logs(snapshot: Snapshot, topology: Topology | None = None) -> lis
     ]
 
 
+def _said_by_coverage(finding: Finding, job_logs: JobLogs) -> bool:
+    """The triage's "logs of N ranks are missing" when the coverage finding names those ranks and
+    why (lost with their node, restarted since): the triage could not know, the coverage does."""
+    coverage = job_logs.coverage
+    if coverage is None or not finding.id.endswith(_MISSING_RANKS):
+        return False
+    absent = absent_ranks(job_logs.report)
+    return bool(absent) and absent <= uncovered_ranks(coverage)
+
+
 def pod_log_findings(triaged: list[JobLogs], topology: Topology) -> list[Finding]:
     findings = []
     for job_logs in triaged:
-        kept = [f for f in job_logs.report.findings if not f.id.endswith(_REPORTED_ELSEWHERE)]
+        kept = [
+            f
+            for f in job_logs.report.findings
+            if not f.id.endswith(_REPORTED_ELSEWHERE) and not _said_by_coverage(f, job_logs)
+        ]
         findings += [relabel(finding, job_logs.by_file, topology) for finding in kept]
         findings += _root_cause_finding(job_logs, topology)
         if job_logs.coverage is not None:
-            findings.append(coverage_finding(job_logs.coverage))
+            findings.append(coverage_finding(job_logs.coverage, waiting_sentence(job_logs.report)))
     return findings
 
 

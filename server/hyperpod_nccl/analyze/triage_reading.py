@@ -85,3 +85,21 @@ def failure_moment(report: Report) -> datetime | None:
         return stuck.started
     times = [moment for entry in report.timeline if (moment := _time(entry))]
     return min(times) if times and report.root_cause is not None else None
+
+
+def absent_ranks(report: Report) -> set[int]:
+    """Ranks the triage saw no watchdog line from: outside every rank-state group (beyond the
+    world size it read), or in a group that left none. A superset of the ranks absent from its
+    input, which is what comparing with the log coverage needs."""
+    world = report.job.world_size if report.job else None
+    grouped = {rank for group in report.rank_states for rank in _ranks(group.ranks)}
+    silent = {rank for g in report.rank_states if g.watchdog == "none" for rank in _ranks(g.ranks)}
+    return silent | (set(range(world)) - grouped if world else set())
+
+
+def waiting_sentence(report: Report) -> str:
+    stuck = stuck_collective(report)
+    if stuck is None:
+        return ""
+    op = f"{stuck.op} SeqNum {stuck.seq}" if stuck.op and stuck.seq is not None else "the stuck collective"
+    return f"The other {len(stuck.waiting)} ranks timed out waiting in {op}."

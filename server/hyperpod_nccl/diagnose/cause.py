@@ -16,7 +16,6 @@ from hyperpod_nccl.diagnose.timeline.model import TimedEvent
 from hyperpod_nccl.diagnose.trigger import (
     Choice,
     chain_events,
-    choose,
     ruled_out_candidates,
     trigger_root_cause,
     unknown_root_cause,
@@ -100,27 +99,27 @@ def diagnose_root_cause(findings: list[Finding], topology: Topology | None = Non
     )
 
 
-def _is_cause(finding: Finding) -> bool:
+def is_cause_finding(finding: Finding) -> bool:
     return _rank(finding) is not None
 
 
 def _findings_ruled_out(findings: list[Finding], cause: RootCause, explained: set[str]) -> list[str]:
-    """Cause findings that are not the root cause and that no timeline entry already explains."""
-    culprit = set(cause.culprit_nodes) | set(cause.culprit_instance_ids) | set(cause.culprit_pods)
+    """Cause findings that are not about the culprit, and that no timeline entry already placed:
+    latent configuration, and blockers nothing dates."""
+    culprit = set(cause.culprit_nodes) | set(cause.culprit_instance_ids)
     reasons = []
     for finding in findings:
         latent = finding.title.startswith("Latent: ")
-        blocking = finding.is_issue and finding.priority in (Priority.P0, Priority.P1)
-        if not _is_cause(finding) or not (latent or blocking):
-            continue
-        subject = _places(finding) | set(finding.pods)
-        if subject & culprit or (subject and subject <= explained):
+        blocking = finding.status == Status.FAIL and finding.priority in (Priority.P0, Priority.P1)
+        if not is_cause_finding(finding) or not (latent or blocking):
             continue
         if latent:
-            reasons.append(
-                f"{finding.title.removeprefix('Latent: ')}: latent. {finding.detail.split('. ')[0]}."
-            )
-        else:
+            title = finding.title.removeprefix("Latent: ")
+            reasons.append(f"{title}: latent. {finding.detail.split('. ')[0]}.")
+            continue
+        places = _places(finding)
+        about_culprit = places & culprit or (finding.pods and set(finding.pods) <= set(cause.culprit_pods))
+        if not about_culprit and not (places and places <= explained):
             reasons.append(f"{finding.title}: nothing dates it, so it cannot be placed at the failure")
     return reasons
 
@@ -171,10 +170,13 @@ def _adopt_triage(triaged: list[JobLogs], topology: Topology, choice: Choice) ->
 
 
 def root_cause(
-    findings: list[Finding], timeline: list[TimedEvent], topology: Topology, triaged: list[JobLogs]
+    findings: list[Finding],
+    choice: Choice,
+    timeline: list[TimedEvent],
+    topology: Topology,
+    triaged: list[JobLogs],
 ) -> tuple[RootCause | None, list[TimedEvent]]:
     """The root cause, and the timeline entries that make it (the trigger and its chain)."""
-    choice = choose(timeline, topology)
     if not any(f.status == Status.FAIL for f in findings) and choice.anchor is None:
         return None, []
     trigger = choice.trigger
@@ -189,9 +191,7 @@ def root_cause(
     adopted = _adopt_triage(triaged, topology, choice)
     if adopted is not None:
         return adopted, [choice.anchor] if choice.anchor else []
-    placed = {p for e, _ in ruled_out_candidates(choice, timeline) for p in (e.node, e.instance_id) if p}
-    remaining = [f for f in findings if not (_is_cause(f) and _places(f) and _places(f) <= placed)]
-    fallback = diagnose_root_cause(remaining, topology)
+    fallback = diagnose_root_cause(findings, topology)
     if fallback is None or fallback.category == Category.UNKNOWN:
         return unknown_root_cause(choice, timeline), []
     timeline_reasons = [reason for _, reason in ruled_out_candidates(choice, timeline)]

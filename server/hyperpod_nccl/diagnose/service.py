@@ -31,8 +31,10 @@ from hyperpod_nccl.collect.aws import (
 )
 from hyperpod_nccl.collect.run import CollectionRun, DiagnoseOptions, parse_window, skipped
 from hyperpod_nccl.diagnose.cause import diagnose_root_cause, root_cause
+from hyperpod_nccl.diagnose.earlier import set_aside_earlier
 from hyperpod_nccl.diagnose.latent import job_activity, mark_latent
 from hyperpod_nccl.diagnose.timeline import build_timeline, for_report
+from hyperpod_nccl.diagnose.trigger import choose
 from hyperpod_nccl.models import Report, SkippedInput
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.aws import AwsSnapshot, CloudWatchScan
@@ -256,10 +258,12 @@ def diagnose(snapshot: Snapshot) -> Report:
     timeline = _guarded(
         "cluster timeline", unreadable, lambda: build_timeline(snapshot, topology, triaged), []
     )
+    choice = choose(timeline, topology)
+    findings = set_aside_earlier(findings, choice, timeline)
     cause, decisive = _guarded(
         "root cause from the timeline",
         unreadable,
-        lambda: root_cause(findings, timeline, topology, triaged),
+        lambda: root_cause(findings, choice, timeline, topology, triaged),
         (diagnose_root_cause(findings, topology), []),
     )
     shown, left_out = for_report(timeline, decisive, topology)
