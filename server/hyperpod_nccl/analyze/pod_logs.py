@@ -183,15 +183,19 @@ def _said_by_coverage(finding: Finding, job_logs: JobLogs) -> bool:
 def pod_log_findings(triaged: list[JobLogs], topology: Topology) -> list[Finding]:
     findings = []
     for job_logs in triaged:
-        kept = [
-            f
+        relabelled = [
+            relabel(f, job_logs.by_file, topology)
             for f in job_logs.report.findings
-            if not f.id.endswith(_REPORTED_ELSEWHERE) and not _said_by_coverage(f, job_logs)
+            if not f.id.endswith(_REPORTED_ELSEWHERE)
         ]
-        findings += [relabel(finding, job_logs.by_file, topology) for finding in kept]
+        said = [f for f in relabelled if _said_by_coverage(f, job_logs)]
+        findings += [f for f in relabelled if f not in said]
         findings += _root_cause_finding(job_logs, topology)
         if job_logs.coverage is not None:
-            findings.append(coverage_finding(job_logs.coverage, waiting_sentence(job_logs.report)))
+            coverage = coverage_finding(job_logs.coverage, waiting_sentence(job_logs.report))
+            # the waiting ranks' watchdog lines the triage gave as evidence stay with the report
+            witnesses = [item for f in said for item in f.evidence]
+            findings.append(coverage.model_copy(update={"evidence": [*coverage.evidence, *witnesses]}))
     return findings
 
 

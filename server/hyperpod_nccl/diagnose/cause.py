@@ -16,6 +16,7 @@ from hyperpod_nccl.diagnose.timeline.model import TimedEvent
 from hyperpod_nccl.diagnose.trigger import (
     Choice,
     chain_events,
+    culprit_of,
     ruled_out_candidates,
     trigger_root_cause,
     unknown_root_cause,
@@ -186,7 +187,7 @@ def root_cause(
             p for e, _ in ruled_out_candidates(choice, timeline) for p in (e.node, e.instance_id) if p
         }
         extra = _findings_ruled_out(findings, cause, explained) + _triage_ruled_out(triaged, cause)
-        decisive = chain_events(trigger, choice.anchor, timeline)
+        decisive = chain_events(trigger, choice.anchor, timeline, culprit_of(trigger, topology))
         return cause.model_copy(update={"ruled_out": [*cause.ruled_out, *extra][:_RULED_OUT_LIMIT]}), decisive
     adopted = _adopt_triage(triaged, topology, choice)
     if adopted is not None:

@@ -10,7 +10,7 @@ named in `ruled_out` with the reason it was not the trigger.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from hyperpod_nccl.analyze.job_topology import Topology
@@ -125,18 +125,21 @@ def _line(event: TimedEvent, prefix: str = "→") -> str:
 
 
 def chain_events(
-    trigger: TimedEvent, anchor: TimedEvent | None, timeline: list[TimedEvent]
+    trigger: TimedEvent, anchor: TimedEvent | None, timeline: list[TimedEvent], culprit: Culprit | None = None
 ) -> list[TimedEvent]:
     """The trigger, then each later abnormal event that touches one already in the chain (same
-    node, instance or pod, or a rank in common); one event per kind, the anchor always."""
-    linked = [trigger]
+    node, instance or pod, or a rank in common), one event per kind. The trigger touches its
+    culprit's ranks, and the failure's moment (the stuck collective) touches every rank in it."""
+    reach = replace(trigger, ranks=trigger.ranks | frozenset(culprit.ranks if culprit else ()))
+    linked, touching = [trigger], [reach] + ([anchor] if anchor is not None else [])
     for event in timeline:
         later = event.time is not None and trigger.time is not None and event.time >= trigger.time
         if event is trigger or not event.abnormal or not later:
             continue
         new_kind = event.kind not in {e.kind for e in linked}
-        if (new_kind or event is anchor) and any(event.touches(other) for other in linked):
+        if (new_kind or event is anchor) and any(event.touches(other) for other in touching):
             linked.append(event)
+            touching.append(event)
     if anchor is not None and anchor not in linked and _after(anchor, trigger):
         linked.append(anchor)
     linked.sort(key=lambda e: e.time)  # type: ignore[arg-type, return-value]
@@ -262,7 +265,7 @@ def trigger_root_cause(
     trigger, anchor = choice.trigger, choice.anchor
     assert trigger is not None and trigger.cause is not None
     culprit = culprit_of(trigger, topology)
-    chain = chain_events(trigger, anchor, timeline)
+    chain = chain_events(trigger, anchor, timeline, culprit)
     groups = {_group(e) for e in choice.lined_up}
     never_joined = {
         r for job_logs in triaged if (s := stuck_collective(job_logs.report)) for r in s.never_joined
