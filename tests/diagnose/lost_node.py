@@ -41,8 +41,8 @@ from tests.diagnose.conftest import aws_env
 from tests.diagnose.example_bundle import write_kubeconfig
 from tests.diagnose.stubs import OneCallStub
 from tests.diagnose.world import ACCOUNT, REGION, _client, _instance_group, _self_reference, plant_cluster
-from tests.servers.k8s_api import RecordedCluster, start_k8s_api_server
-from tests.servers.moto_server import start_moto_server
+from tests.servers.k8s_api import K8sApiServer, RecordedCluster, start_k8s_api_server
+from tests.servers.moto_server import MotoServer, start_moto_server
 
 NAME = "llm-pretrain-prod"
 CLUSTER_ID = "q4w8e2r6t1yz"
@@ -488,58 +488,57 @@ def _glog(moment: datetime) -> str:
     return moment.strftime("%m%d %H:%M:%S.%f")
 
 
+def _watchdog_lines(rank: int, times: Times) -> list[str]:
+    fired = times.fired + timedelta(milliseconds=rank)
+    prefix = f"{_ts(fired)} [rank{rank}]:[E{_glog(fired)} 1183 ProcessGroupNCCL.cpp"
+    sizes = "NumelIn=262144000, NumelOut=262144000"
+    work = f"WorkNCCL(SeqNum={SEQ}, OpType=ALLREDUCE, {sizes}, Timeout(ms)={TIMEOUT_MS})"
+    return [
+        f"{prefix}:616] [Rank {rank}] Watchdog caught collective operation timeout: {work} ran for "
+        f"{TIMEOUT_MS + 46} milliseconds before timing out.",
+        f"{prefix}:1785] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Exception (either an error or timeout) "
+        f"detected by watchdog at work: {SEQ}, last enqueued NCCL work: {SEQ}, "
+        f"last completed NCCL work: {SEQ - 1}.",
+    ]
+
+
 def _failed_log(pod: str, times: Times) -> str:
     """The container instance that ran at the failure: training, the watchdog on all 8 local
     ranks, torchrun's summary. Lines carry the runtime's timestamps (`kubectl logs --timestamps`)."""
     _, node_rank = PODS[pod]
     ranks = range(node_rank * 8, node_rank * 8 + 8)
-    lines = [
-        f"{_ts(times.started)} [rank{ranks[0]}]:NCCL INFO comm 0x5581 rank {ranks[0]} nranks 32 cudaDev 0 busId 53000 - Init COMPLETE"
-    ]
+    first = f"{_ts(times.started)} [rank{ranks[0]}]:NCCL INFO comm 0x5581 rank {ranks[0]} nranks 32"
+    lines = [f"{first} cudaDev 0 busId 53000 - Init COMPLETE"]
     for step in (79180, 79200):
         moment = times.lost - timedelta(seconds=(79214 - step) * 2)
         lines.append(
             f"{_ts(moment)} [rank{ranks[0]}]:step {step} loss 1.8{step % 7} lr 2.1e-4 tokens/s 4.1e5"
         )
     for rank in ranks:
-        fired = times.fired + timedelta(milliseconds=rank)
-        lines.append(
-            f"{_ts(fired)} [rank{rank}]:[E{_glog(fired)} 1183 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught "
-            f"collective operation timeout: WorkNCCL(SeqNum={SEQ}, OpType=ALLREDUCE, NumelIn=262144000, "
-            f"NumelOut=262144000, Timeout(ms)={TIMEOUT_MS}) ran for {TIMEOUT_MS + 46} milliseconds before timing out."
-        )
-        lines.append(
-            f"{_ts(fired)} [rank{rank}]:[E{_glog(fired)} 1183 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) "
-            f"Rank {rank}] Exception (either an error or timeout) detected by watchdog at work: {SEQ}, last enqueued "
-            f"NCCL work: {SEQ}, last completed NCCL work: {SEQ - 1}."
-        )
+        lines += _watchdog_lines(rank, times)
     died = times.fired + timedelta(seconds=24)
-    lines += [
-        f"{_ts(died)} torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-        f"{_ts(died)} Root Cause (first observed failure):",
-        f"{_ts(died)} [0]:",
-        f"{_ts(died)}   time      : {died:%Y-%m-%d_%H:%M:%S}",
-        f"{_ts(died)}   host      : {pod}",
-        f"{_ts(died)}   rank      : {ranks[0]} (local_rank: 0)",
-        f"{_ts(died)}   exitcode  : -6 (pid: 1183)",
-        f"{_ts(died)}   traceback : Signal 6 (SIGABRT) received by PID 1183",
+    summary = [
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        f"  time      : {died:%Y-%m-%d_%H:%M:%S}",
+        f"  host      : {pod}",
+        f"  rank      : {ranks[0]} (local_rank: 0)",
+        "  exitcode  : -6 (pid: 1183)",
+        "  traceback : Signal 6 (SIGABRT) received by PID 1183",
+    ]
+    return "\n".join(lines + [f"{_ts(died)} {line}" for line in summary]) + "\n"
+
+
+def _restarted_log(times: Times) -> str:
+    """After the restart: waiting in rendezvous for the node that will not come back."""
+    start = times.fired + timedelta(seconds=40)
+    agent = "torch/distributed/elastic/agent/server/api.py:525"
+    lines = [
+        f"{_ts(start)} [I{_glog(start)} 1 torch/distributed/run.py:793] Using nproc_per_node=8.",
+        f"{_ts(start)} [I{_glog(start)} 1 {agent}] [default] Rendezvous'ing worker group",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _restarted_log(pod: str, times: Times) -> str:
-    """After the restart: waiting for the node that will not come back."""
-    start = times.fired + timedelta(seconds=40)
-    return (
-        "\n".join(
-            [
-                f"{_ts(start)} [I{_glog(start)} 1 torch/distributed/run.py:793] Using nproc_per_node=8.",
-                f"{_ts(start + timedelta(seconds=2))} [I{_glog(start)} 1 torch/distributed/elastic/agent/server/api.py:525] "
-                f"[default] Rendezvous'ing worker group",
-            ]
-        )
-        + "\n"
-    )
 
 
 def recorded(times: Times) -> RecordedCluster:
@@ -548,7 +547,7 @@ def recorded(times: Times) -> RecordedCluster:
         if pod.endswith("worker-1"):
             continue
         logs[(NAMESPACE, pod, "pytorch", True)] = _failed_log(pod, times)
-        logs[(NAMESPACE, pod, "pytorch", False)] = _restarted_log(pod, times)
+        logs[(NAMESPACE, pod, "pytorch", False)] = _restarted_log(times)
     return RecordedCluster(
         objects=_objects(times),
         logs=logs,
@@ -556,8 +555,17 @@ def recorded(times: Times) -> RecordedCluster:
     )
 
 
+@dataclass
+class Planted:
+    options: DiagnoseOptions
+    session: boto3.session.Session
+    times: Times
+    moto: MotoServer
+    kubernetes: K8sApiServer
+
+
 @contextmanager
-def planted(now: datetime | None = None) -> Iterator[tuple[DiagnoseOptions, boto3.session.Session, Times]]:
+def planted(now: datetime | None = None) -> Iterator[Planted]:
     """moto and the recorded API server running with the cluster planted, and the options and
     session a live diagnostic of it uses."""
     times = Times(now or datetime.now(UTC).replace(microsecond=0))
@@ -565,33 +573,34 @@ def planted(now: datetime | None = None) -> Iterator[tuple[DiagnoseOptions, boto
     kubernetes = start_k8s_api_server(recorded(times))
     moto_server, k8s_server = next(moto), next(kubernetes)
     try:
-        with TemporaryDirectory(prefix="hyperpod-nccl-lost-node-") as scratch, aws_env(moto_server):
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setenv("AWS_DEFAULT_REGION", REGION)
-                plant_aws(moto_server.url, times)
-                session = boto3.session.Session()
-                OneCallStub(session, "sagemaker", "ListClusterEvents").respond(
-                    {"Events": cluster_events(times)}
-                )
-                OneCallStub(session, "logs", "GetQueryResults").respond(
-                    {"status": "Complete", "results": insights_rows(times)}
-                )
-                options = DiagnoseOptions(
-                    cluster=NAME,
-                    region=REGION,
-                    namespace=NAMESPACE,
-                    job=JOB,
-                    sample_nodes=0,
-                    since="6h",
-                    kubeconfig=str(write_kubeconfig(Path(scratch), k8s_server.url)),
-                    context="hp",
-                )
-                yield options, session, times
+        with (
+            TemporaryDirectory(prefix="hyperpod-nccl-lost-node-") as scratch,
+            aws_env(moto_server),
+            pytest.MonkeyPatch.context() as patch,
+        ):
+            patch.setenv("AWS_DEFAULT_REGION", REGION)
+            plant_aws(moto_server.url, times)
+            session = boto3.session.Session()
+            OneCallStub(session, "sagemaker", "ListClusterEvents").respond({"Events": cluster_events(times)})
+            OneCallStub(session, "logs", "GetQueryResults").respond(
+                {"status": "Complete", "results": insights_rows(times)}
+            )
+            options = DiagnoseOptions(
+                cluster=NAME,
+                region=REGION,
+                namespace=NAMESPACE,
+                job=JOB,
+                sample_nodes=0,
+                since="6h",
+                kubeconfig=str(write_kubeconfig(Path(scratch), k8s_server.url)),
+                context="hp",
+            )
+            moto_server.received.clear()
+            yield Planted(options, session, times, moto_server, k8s_server)
     finally:
         moto.close()
         kubernetes.close()
 
 
-def collect() -> tuple[Snapshot, Times]:
-    with planted() as (options, session, times):
-        return redact_model(collect_snapshot(options, session=session)), times
+def collect(plant: Planted) -> Snapshot:
+    return redact_model(collect_snapshot(plant.options, session=plant.session))

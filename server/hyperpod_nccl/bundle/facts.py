@@ -193,7 +193,7 @@ def _chain_times(reports: list[Report]) -> list[datetime]:
         for report in reports
         if report.root_cause
         for step in report.root_cause.chain
-        for found in _CHAIN_TIME.finditer(step)
+        if (found := _CHAIN_TIME.search(step))  # a step's own time comes first; later ones are quoted
     )
     return [t for stamp in stamps if (t := _utc(stamp))]
 

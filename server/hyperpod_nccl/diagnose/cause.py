@@ -192,7 +192,11 @@ def root_cause(
     adopted = _adopt_triage(triaged, topology, choice)
     if adopted is not None:
         return adopted, [choice.anchor] if choice.anchor else []
-    fallback = diagnose_root_cause(findings, topology)
+    # A finding about a place the timeline already ruled out (another job's node, another time)
+    # cannot be the root cause either.
+    placed = {p for e, _ in ruled_out_candidates(choice, timeline) for p in (e.node, e.instance_id) if p}
+    remaining = [f for f in findings if not (is_cause_finding(f) and _places(f) and _places(f) <= placed)]
+    fallback = diagnose_root_cause(remaining, topology)
     if fallback is None or fallback.category == Category.UNKNOWN:
         return unknown_root_cause(choice, timeline), []
     timeline_reasons = [reason for _, reason in ruled_out_candidates(choice, timeline)]

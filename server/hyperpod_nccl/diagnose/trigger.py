@@ -288,7 +288,8 @@ def trigger_root_cause(
 def unknown_root_cause(choice: Choice, timeline: list[TimedEvent]) -> RootCause:
     """Failures were seen and nothing lines up: say so, and show the earliest abnormal event."""
     abnormal = [e for e in timeline if e.abnormal and e.time is not None and choice.scope.touches(e)]
-    first = abnormal[0] if abnormal else None
+    read = [e for e in abnormal if not e.derived]  # the failure's computed moment is not an event
+    first = (read or abnormal or [None])[0]
     summary = "Failures were seen but nothing in the cluster lines up with the failure"
     if choice.anchor is not None:
         summary += f" ({anchor_phrase(choice.anchor)} at {_when(choice.anchor)})"
