@@ -67,6 +67,10 @@ class BlastRadius(StrEnum):
     REPLACES_NODE = "replaces a node and destroys its volumes"
 
 
+def _empty(value: object) -> bool:
+    return not value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", use_enum_values=False)
 
@@ -138,6 +142,18 @@ class RootCause(_Model):
     ruled_out: list[Text] = Field(
         default_factory=list, description="Causes considered and excluded, and why."
     )
+    # Added for the cluster diagnostic; left out of the JSON when empty, so a triage report's
+    # bytes do not change.
+    culprit_instance_ids: list[ShortText] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description="EC2 instance ids behind culprit_nodes (cluster diagnostic).",
+    )
+    culprit_pods: list[ShortText] = Field(
+        default_factory=list,
+        exclude_if=_empty,
+        description="`namespace/pod` of the culprit ranks (cluster diagnostic).",
+    )
 
 
 class TimelineEvent(_Model):
@@ -146,6 +162,18 @@ class TimelineEvent(_Model):
     event: Text
     rank: int | None = None
     node: ShortText | None = None
+    # What else the entry touches, for the cluster timeline; left out of the JSON when empty.
+    instance_id: ShortText | None = Field(default=None, exclude_if=_empty, description="EC2 instance id.")
+    pod: ShortText | None = Field(default=None, exclude_if=_empty, description="`namespace/pod`.")
+    ranks: str | None = Field(
+        default=None, exclude_if=_empty, description="Global ranks it touches, as ranges (`8-15`)."
+    )
+    derived: bool = Field(
+        default=False,
+        exclude_if=_empty,
+        description="True when the time is computed, not read (the stuck collective's start is the "
+        "watchdog's time minus its Timeout(ms)).",
+    )
 
 
 class SkippedInput(_Model):

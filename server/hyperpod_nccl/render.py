@@ -23,6 +23,7 @@ from hyperpod_nccl.models import (
     RankStateGroup,
     Report,
     Status,
+    TimelineEvent,
 )
 from hyperpod_nccl.rankset import compress
 
@@ -192,6 +193,24 @@ def _rank_state_lines(groups: list[RankStateGroup]) -> list[str]:
     return lines
 
 
+def _timeline_line(event: TimelineEvent) -> str:
+    """One timeline entry; the cluster timeline also says what it touches and whether its time
+    was computed rather than read."""
+    touches = [
+        f"node {event.node}" if event.node and event.node not in event.source else "",
+        f"instance {event.instance_id}"
+        if event.instance_id and event.instance_id not in (event.node or "")
+        else "",
+        f"pod {event.pod}" if event.pod else "",
+        f"ranks {event.ranks}" if event.ranks else "",
+    ]
+    where = ", ".join(part for part in touches if part)
+    derived = " (derived)" if event.derived else ""
+    return f"  {event.time or '?':<25}{derived} {event.source:<32} {event.event}" + (
+        f" [{where}]" if where else ""
+    )
+
+
 def render_text(report: Report, *, color: bool = False) -> str:
     # Redacted, then every string from input made inert: no escape sequence or newline of a log
     # line or file name reaches the terminal; the colours and line breaks below are ours.
@@ -218,7 +237,7 @@ def render_text(report: Report, *, color: bool = False) -> str:
         lines += [f"  ruled out: {item}" for item in cause.ruled_out]
     if report.timeline:
         lines += ["", "Timeline (UTC):"]
-        lines += [f"  {event.time or '?':<25} {event.source:<32} {event.event}" for event in report.timeline]
+        lines += [_timeline_line(event) for event in report.timeline]
     if report.skipped:
         lines += ["", "Skipped inputs:"]
         lines += [f"  {item.source}: {item.reason}" for item in report.skipped]

@@ -143,7 +143,7 @@ def plant(url: str, now: datetime) -> None:
     _logs(url, now)
 
 
-def _kubeconfig(directory: Path, server: str) -> Path:
+def write_kubeconfig(directory: Path, server: str) -> Path:
     path = directory / "kubeconfig"
     path.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: hp\n"
@@ -181,7 +181,7 @@ def _collect(scratch: Path) -> Snapshot:
                 namespace="misconfig",
                 job="qwen",
                 sample_nodes=0,
-                kubeconfig=str(_kubeconfig(scratch, k8s_server.url)),
+                kubeconfig=str(write_kubeconfig(scratch, k8s_server.url)),
                 context="hp",
             )
             return redact_model(collect_snapshot(options, session=session))

@@ -176,3 +176,16 @@ def test_progress_is_reported(planted: PlantedRun) -> None:
     messages = [message for message, _, _ in planted.progress]
     assert any("ListClusterNodes" in message for message in messages)
     assert messages[-1] == "collection complete"
+
+
+def test_the_xid_that_lines_up_with_the_stuck_collective_is_the_trigger(report: Report) -> None:
+    """The watchdog fired 30 min ago after Timeout(ms)=600000, so the collective stuck 40 min ago,
+    when the GPU fell off the bus; the EFA error 31 min ago came after it."""
+    cause = report.root_cause
+    assert cause is not None
+    assert (cause.category, cause.culprit_instance_ids) == ("gpu_hardware", [FAILED_NODE])
+    # no Kubernetes view: HyperPod's instance id is the only name the node has
+    assert cause.culprit_nodes == [FAILED_NODE]
+    assert any("derived" in step and "stuck collective issued" in step for step in cause.chain)
+    efa = [line for line in cause.ruled_out if EFA_ERROR_NODE in line]
+    assert efa and "after the stuck collective was issued: a consequence" in efa[0]

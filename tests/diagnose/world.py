@@ -202,19 +202,23 @@ def plant_logs(url: str, world: World) -> None:
 
 
 def insights_rows() -> list[list[dict[str, str]]]:
-    """What Logs Insights' stats query returns for `plant_logs` (moto's Insights ignores stats)."""
-    when = datetime.now(UTC) - timedelta(minutes=40)
-    stamp = when.strftime("%Y-%m-%d %H:%M:%S.000")
+    """What Logs Insights' stats query returns for `plant_logs` (moto's Insights ignores stats):
+    each stream's first and last hit at the times `plant_logs` wrote them."""
+    now = datetime.now(UTC)
 
-    def row(node: str, sample: str, **counts: int) -> list[dict[str, str]]:
-        cells = {"@logStream": f"LifecycleConfig/worker-p5/{node}", "first_seen": stamp, "last_seen": stamp}
-        cells |= {name: str(count) for name, count in counts.items()} | {"sample": sample}
+    def stamp(minutes: int) -> str:
+        return (now - timedelta(minutes=minutes)).strftime("%Y-%m-%d %H:%M:%S.000")
+
+    def row(node: str, first: int, last: int, sample: str, **counts: int) -> list[dict[str, str]]:
+        cells = {"@logStream": f"LifecycleConfig/worker-p5/{node}", "first_seen": stamp(first)}
+        cells |= {"last_seen": stamp(last)} | {name: str(count) for name, count in counts.items()}
+        cells |= {"sample": sample}
         return [{"field": key, "value": value} for key, value in cells.items()]
 
     return [
-        row(FAILED_NODE, XID_LINE, xid=1, gpu_fell_off_bus=1),
-        row(WATCHDOG_NODE, WATCHDOG_LINE, watchdog_timeout=1),
-        row(EFA_ERROR_NODE, EFA_LINE, efa_error=2, nccl_warn=2),
+        row(FAILED_NODE, 40, 40, XID_LINE, xid=1, gpu_fell_off_bus=1),
+        row(WATCHDOG_NODE, 30, 30, WATCHDOG_LINE, watchdog_timeout=1),
+        row(EFA_ERROR_NODE, 31, 30, EFA_LINE, efa_error=2, nccl_warn=2),
     ]
 
 

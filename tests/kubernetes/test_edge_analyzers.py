@@ -1,6 +1,6 @@
 """Analyzer cases the recorded clusters do not plant, on hand-built objects shaped like the API's:
 /dev/shm too small or on disk, EFA not requested on EFA nodes, a lagging EFA plugin, plain
-restarts, pods in phase Unknown and a node that went NotReady and came back."""
+restarts, pods in phase Unknown and a node that went NotReady and is Ready again."""
 
 from __future__ import annotations
 
@@ -122,8 +122,21 @@ def test_a_node_that_flapped_is_reported_from_its_event() -> None:
     }
     [found] = run(analyze_k8s_events, nodes=[node], events=[event])
     assert (found.id, found.nodes) == ("k8s.event.node_not_ready", ["gpu-07"])
-    assert found.title == "1 node(s) went NotReady and came back"
+    assert found.title == "1 node(s) went NotReady earlier: Ready again"
     assert run(analyze_k8s_nodes, nodes=[node], events=[event])[0].status == Status.PASS
+
+
+def test_a_node_that_went_not_ready_and_is_gone_is_not_said_to_have_come_back() -> None:
+    other = {"metadata": {"name": "gpu-01"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    event = {
+        "metadata": {"name": "gpu-07.1", "namespace": "default"},
+        "involvedObject": {"kind": "Node", "name": "gpu-07"},
+        "reason": "NodeNotReady",
+        "message": "Node gpu-07 status is now: NodeNotReady",
+        "lastTimestamp": "2026-11-21T22:45:48Z",
+    }
+    [found] = run(analyze_k8s_events, nodes=[other], events=[event])
+    assert found.title == "1 node(s) went NotReady earlier: no longer listed (replaced or removed)"
 
 
 def gpu_node(name: str, instance_type: str, capacity: int, allocatable: int) -> dict[str, Any]:

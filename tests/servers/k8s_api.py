@@ -35,6 +35,9 @@ class RecordedCluster:
     logs: dict[tuple[str, str, str, bool], str] = field(default_factory=dict)
     # resource plural (or "*" for every request) -> HTTP status to answer with, e.g. 403
     denied: dict[str, int] = field(default_factory=dict)
+    # (namespace, pod) -> (HTTP status, message) for its logs: the API server reads them through the
+    # node's kubelet, so a pod on a lost node answers 500 with the kubelet's dial error
+    log_errors: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,6 +117,10 @@ class _Handler(BaseHTTPRequestHandler):
                 status,
                 {"kind": "Status", "status": "Failure", "code": status, "reason": reason, "message": message},
             )
+            return
+        if sub == "log" and (namespace or "", name or "") in self.server_state.cluster.log_errors:
+            code, message = self.server_state.cluster.log_errors[(namespace or "", name or "")]
+            self._send(code, {"kind": "Status", "status": "Failure", "code": code, "message": message})
             return
         if sub == "log":
             key = (

@@ -27,6 +27,12 @@ def inputs(tmp_path: Path) -> tuple[Path, Path]:
     return report, tmp_path / "saved"
 
 
+def gaps_in(case: str) -> list[str]:
+    """The items of CASE.md's "Add before sending" section."""
+    section = case.split("## Add before sending\n\n", 1)[1].split("\n\n## ", 1)[0]
+    return [line.removeprefix("- [ ] ") for line in section.splitlines() if line.startswith("- [ ] ")]
+
+
 def members_of(path: Path) -> dict[str, bytes]:
     with tarfile.open(path, "r:gz") as tar:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
@@ -96,8 +102,16 @@ def test_case_md_is_filled_from_the_checklist_with_the_real_values(
     ):
         assert expected in case, expected
     assert "PATH=" not in case  # only NCCL_*, FI_*, TORCH_*
-    assert result.missing == []
+    # What the snapshot does not carry, and what only the user knows: asked for in both places.
+    assert result.missing == [
+        "NodeRecovery setting of the cluster",
+        "instance group and type of the affected instances",
+        "AMI / OS image, Kubernetes and NVIDIA driver versions",
+        "what was already tried (restarts, reboots, replacements, timeout or memlock changes)",
+    ]
+    assert gaps_in(case) == result.missing
     assert result.upload.permission == "s3:PutObject"
+    assert result.upload.attachable and "small enough to **attach to the support case directly**" in case
 
 
 def test_without_a_snapshot_the_case_says_what_is_missing(inputs: tuple[Path, Path], tmp_path: Path) -> None:
@@ -108,6 +122,7 @@ def test_without_a_snapshot_the_case_says_what_is_missing(inputs: tuple[Path, Pa
     assert "AWS region" not in result.missing
     case = members_of(tmp_path / "b.tar.gz")["hyperpod-nccl-escalation/CASE.md"].decode()
     assert "Cluster name: not known — add it before sending" in case
+    assert gaps_in(case) == result.missing
     assert "printenv | grep -E '^NCCL|^FI_|^TORCH_'" in case
 
 

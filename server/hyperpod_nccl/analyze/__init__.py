@@ -12,6 +12,7 @@ from hyperpod_nccl.analyze.cloudwatch import analyze_cloudwatch
 from hyperpod_nccl.analyze.cluster_events import analyze_cluster_events
 from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
 from hyperpod_nccl.analyze.collection import analyze_collection
+from hyperpod_nccl.analyze.control_plane import analyze_control_plane
 from hyperpod_nccl.analyze.cross_node import analyze_cross_node
 from hyperpod_nccl.analyze.efa_plugin import analyze_efa_plugin
 from hyperpod_nccl.analyze.k8s_events import analyze_k8s_events
@@ -57,8 +58,9 @@ PROBE_ANALYZERS: list[Analyzer] = [
     analyze_cross_node,
 ]
 
-# The Kubernetes checks; `list_pods` and a Kubernetes-only run use just these.
-KUBERNETES_ANALYZERS: list[Analyzer] = [
+# The checks of the Kubernetes objects. The pod logs are read apart: the cluster diagnostic
+# triages them once and shares the result with its timeline (diagnose/service.py).
+KUBERNETES_OBJECT_ANALYZERS: list[Analyzer] = [
     analyze_k8s_nodes,
     analyze_pods,
     analyze_k8s_events,
@@ -68,8 +70,10 @@ KUBERNETES_ANALYZERS: list[Analyzer] = [
     analyze_efa_plugin,
     analyze_nccl_env,
     analyze_version_skew,
-    analyze_pod_logs,
 ]
+
+# The Kubernetes checks; `list_pods` and a Kubernetes-only run use just these.
+KUBERNETES_ANALYZERS: list[Analyzer] = [*KUBERNETES_OBJECT_ANALYZERS, analyze_pod_logs]
 
 # The GPU metric checks over the DCGM history; `hyperpod-nccl metrics` runs just these.
 METRICS_ANALYZERS: list[Analyzer] = [
@@ -92,7 +96,8 @@ ANALYZERS: list[Analyzer] = [
     analyze_cluster_status,
     analyze_cluster_events,
     analyze_security_groups,
-    *KUBERNETES_ANALYZERS,
+    *KUBERNETES_OBJECT_ANALYZERS,
+    analyze_control_plane,
     analyze_cloudwatch,
     analyze_collection,
 ]
@@ -115,4 +120,5 @@ def run_each(analyzers: Sequence[Analyzer], snapshot: Snapshot) -> tuple[list[Fi
 
 
 def run_analyzers(snapshot: Snapshot) -> tuple[list[Finding], list[SkippedInput]]:
+    """Every analyzer but the pod logs' (see KUBERNETES_OBJECT_ANALYZERS)."""
     return run_each(ANALYZERS, snapshot)

@@ -68,7 +68,6 @@ def _evidence(scan: CloudWatchScan, stream: StreamMatches, hits: int) -> Evidenc
         source=f"logs:{'StartQuery' if scan.method == 'insights' else 'FilterLogEvents'} {scan.log_group}",
         text=f"{stream.stream}: {hits} hit(s) {stream.first_seen} → {stream.last_seen}; "
         f"first: {stream.sample or ''}",
-        node=stream.instance_id or stream.stream,
         instance_id=stream.instance_id,
     )
 
@@ -85,7 +84,7 @@ def _concern_finding(scan: CloudWatchScan, concern: _Concern) -> Finding | None:
         title=f"{concern.title}: {total} line(s) on {len(streams)} node stream(s) in {scan.log_group}",
         reference=concern.reference,
         detail=f"Window {scan.window_start} → {scan.window_end}.",
-        nodes=[stream.instance_id or stream.stream for stream, _ in streams],
+        # A stream is named after its instance: `instance_ids` names it; `nodes` holds node names.
         instance_ids=sorted({stream.instance_id for stream, _ in streams if stream.instance_id}),
         evidence=[_evidence(scan, stream, hits) for stream, hits in streams[:_MAX_EVIDENCE]],
     )

@@ -30,13 +30,13 @@ def _evidence(event: ClusterEvent) -> Evidence:
 _DISRUPTIONS = ("fail", "replac", "reboot", "unhealthy", "terminat", "insufficient capacity")
 
 
-def _is_problem(event: ClusterEvent) -> bool:
+def is_problem(event: ClusterEvent) -> bool:
     text = event.description.lower()
     return event.level in ("Warn", "Error") or any(word in text for word in _DISRUPTIONS)
 
 
 def _problem_events(events: list[ClusterEvent]) -> Finding | None:
-    problems = [event for event in events if _is_problem(event)]
+    problems = [event for event in events if is_problem(event)]
     if not problems:
         return None
     errors = [event for event in problems if event.level == "Error"]

@@ -4,10 +4,12 @@ never reads as "healthy"."""
 
 from __future__ import annotations
 
+from hyperpod_nccl.analyze.log_coverage import lost_nodes
 from hyperpod_nccl.guard.commands import suggest, value
 from hyperpod_nccl.guard.validate import EksClusterName, Region
 from hyperpod_nccl.models import Evidence, Finding, Priority, Status
 from hyperpod_nccl.snapshot import CollectionIssue, Snapshot
+from hyperpod_nccl.snapshot.kubernetes import pod_key
 
 _IAM = "operations.md § 2"
 # A missing log group is reported by the CloudWatch analyzer, with the section on enabling it;
@@ -80,7 +82,31 @@ def _informational(issue: CollectionIssue) -> Finding:
     )
 
 
+def _log_on_lost_node(snapshot: Snapshot, issue: CollectionIssue) -> Finding | None:
+    """A pod's log is read through its node's kubelet: on a lost node the read fails however often
+    it is retried, so it is said as that, not as "rerun later"."""
+    if "pods/log " not in issue.source or snapshot.kubernetes is None:
+        return None
+    pod = issue.source.split("pods/log ", 1)[1].split(" (", 1)[0]
+    node = next(
+        ((p.get("spec") or {}).get("nodeName") for p in snapshot.kubernetes.pods if pod_key(p) == pod), None
+    )
+    if node is None or node not in lost_nodes(snapshot):
+        return None
+    return Finding(
+        id="collection.pod_log_on_lost_node",
+        status=Status.INFO,
+        title="Logs of pods on a lost node cannot be read",
+        detail="The API server reads a pod's log through its node's kubelet, so rerunning does not help "
+        "until the node is back. The log-coverage finding names the ranks this leaves without a log.",
+        evidence=[Evidence(source=issue.source, text=f"node {node} is lost; {issue.kind}: {issue.message}")],
+    )
+
+
 def _finding(snapshot: Snapshot, issue: CollectionIssue) -> Finding:
+    lost = _log_on_lost_node(snapshot, issue)
+    if lost is not None:
+        return lost
     if issue.kind == "access_denied":
         return _access_denied(issue)
     if issue.kind in ("throttled", "timeout", "unreachable", "error"):

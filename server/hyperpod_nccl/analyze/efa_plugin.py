@@ -57,6 +57,19 @@ def _list_daemonsets() -> SuggestedCommand:
     )
 
 
+def _no_plugin_detail(pods: list[dict[str, Any]]) -> str:
+    """What the missing plugin means for these pods, as their phases show it: a Pending pod cannot
+    be placed; a running one was placed while nodes still advertised EFA devices."""
+    pending = sum(1 for pod in pods if pod["status"].get("phase") == "Pending")
+    placed = len(pods) - pending
+    if not placed:
+        return "Without the plugin no node advertises EFA devices, so these pods cannot be scheduled."
+    said = f"{placed} of these pods were scheduled while nodes still advertised EFA devices"
+    if pending:
+        return f"{said}; the {pending} Pending one(s) cannot be placed until the plugin runs again."
+    return f"{said}: a pod recreated now (a restart, a replacement) would stay Pending."
+
+
 def _no_plugin(kubernetes: KubernetesSnapshot, pods: list[dict[str, Any]]) -> Finding:
     names = ", ".join(name_of(ds) for ds in kubernetes.daemonsets) or "none"
     evidence = [
@@ -77,7 +90,7 @@ def _no_plugin(kubernetes: KubernetesSnapshot, pods: list[dict[str, Any]]) -> Fi
         priority=Priority.P0,
         title=f"{len(pods)} pod(s) request {EFA_RESOURCE} but no EFA device plugin runs",
         reference="debugging-guide.md § 6",
-        detail="Without the plugin no node advertises EFA devices, so these pods can never be scheduled.",
+        detail=_no_plugin_detail(pods),
         pods=[pod_key(pod) for pod in pods],
         evidence=evidence,
         suggested_commands=[_list_daemonsets()],

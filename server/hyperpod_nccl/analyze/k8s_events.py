@@ -2,7 +2,8 @@
 and FailedMount.
 
 Events keep what object state no longer shows: an evicted pod that was deleted, a node that went
-NotReady and came back. An eviction already visible on a pod object is left to the pods analyzer.
+NotReady and is Ready again (or was replaced; the title says which, from the nodes' current
+state). An eviction already visible on a pod object is left to the pods analyzer.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ EVENT_KINDS = (
     EventKind(
         "NodeNotReady",
         "k8s.event.node_not_ready",
-        "{n} node(s) went NotReady and came back",
+        "{n} node(s) went NotReady earlier",
         "debugging-guide.md § 16",
         "The node stopped reporting for a while: ranks on it may have vanished mid-collective.",
         status=Status.WARN,
@@ -83,15 +84,35 @@ def _commands(kind: EventKind, event: dict[str, Any]) -> list[SuggestedCommand]:
     return [pod_events(involved.get("namespace", "default"), involved.get("name", ""))]
 
 
-def _finding(kind: EventKind, events: list[dict[str, Any]]) -> Finding:
+def _node_states(targets: list[str], kubernetes: KubernetesSnapshot) -> str:
+    """What became of nodes that went NotReady (those still NotReady are reported as such by the
+    nodes analyzer): Ready again, no longer listed, or not known when nodes were not read."""
+    listed = {name_of(node) for node in kubernetes.nodes}
+    counts = {
+        "Ready again": sum(1 for t in targets if t in listed),
+        "no longer listed (replaced or removed)": sum(
+            1 for t in targets if kubernetes.nodes and t not in listed
+        ),
+        "current state not read": len(targets) if not kubernetes.nodes else 0,
+    }
+    states = [f"{count} {state}" for state, count in counts.items() if count]
+    if len(states) == 1:
+        return f": {states[0].split(' ', 1)[1]}"
+    return ": " + ", ".join(states)
+
+
+def _finding(kind: EventKind, events: list[dict[str, Any]], kubernetes: KubernetesSnapshot) -> Finding:
     targets = list(dict.fromkeys(_target(event) for event in events))
     is_node = kind.reason == "NodeNotReady"
     hosts = {(event.get("source") or {}).get("host") for event in events} - {None, ""}
+    states = _node_states(targets, kubernetes) if is_node else ""
+    # A flap the node recovered from is history: it matters only if it lines up with a failure.
+    recovered = is_node and states == ": Ready again"
     return Finding(
         id=kind.id,
         status=kind.status,
-        priority=kind.priority,
-        title=kind.title.format(n=len(targets)),
+        priority=Priority.P2 if recovered else kind.priority,
+        title=kind.title.format(n=len(targets)) + states,
         reference=kind.reference,
         detail=kind.detail,
         pods=[] if is_node else targets,
@@ -113,8 +134,13 @@ def analyze_k8s_events(snapshot: Snapshot) -> list[Finding]:
             for event in kubernetes.events
             if event.get("reason") == kind.reason
             and not (kind.reason in ("Evicted", "NodeNotReady") and _target(event) in skip)
+            # the node controller also posts NodeNotReady on each pod of the node: the node's own
+            # event says it once
+            and not (
+                kind.reason == "NodeNotReady" and (event.get("involvedObject") or {}).get("kind") != "Node"
+            )
         ]
         if events:
             events.sort(key=lambda event: event.get("lastTimestamp") or event.get("eventTime") or "")
-            findings.append(_finding(kind, events))
+            findings.append(_finding(kind, events, kubernetes))
     return findings

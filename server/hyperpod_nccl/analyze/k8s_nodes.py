@@ -19,6 +19,7 @@ from hyperpod_nccl.snapshot.kubernetes import (
     INSTANCE_TYPE_LABEL,
     NODE_HEALTH_LABEL,
 )
+from hyperpod_nccl.utc import human_span, parse_utc
 
 _FAULT_LABELS = ("sagemaker.amazonaws.com/fault-type", "sagemaker.amazonaws.com/fault-reason")
 # `Unschedulable` means deep health checks are still running: expected on a fresh node.
@@ -64,8 +65,18 @@ def _not_ready_evidence(node: dict[str, Any], events: list[dict[str, Any]]) -> l
     ]
 
 
+def _since(node: dict[str, Any], collected_at: str) -> str:
+    """` (since 10:04:45Z, 62 min)`: when the Ready condition last changed, and how long ago."""
+    since = parse_utc(ready_condition(node).get("lastTransitionTime"))
+    collected = parse_utc(collected_at)
+    if since is None:
+        return ""
+    ago = f", {human_span((collected - since).total_seconds())}" if collected else ""
+    return f" ({name_of(node)} since {since:%Y-%m-%dT%H:%M:%SZ}{ago})"
+
+
 def _not_ready(
-    nodes: list[dict[str, Any]], events: list[dict[str, Any]], job_nodes: set[str]
+    nodes: list[dict[str, Any]], events: list[dict[str, Any]], job_nodes: set[str], collected_at: str
 ) -> list[Finding]:
     bad = [node for node in nodes if not is_ready(node)]
     if not bad:
@@ -78,7 +89,9 @@ def _not_ready(
             id="k8s.node.not_ready",
             status=Status.FAIL if hit else Status.WARN,
             priority=Priority.P0 if hit else Priority.P1,
-            title=f"{len(bad)} node(s) NotReady" + (f", {len(hit)} running the job's pods" if hit else ""),
+            title=f"{len(bad)} node(s) NotReady"
+            + (f", {len(hit)} running the job's pods" if hit else "")
+            + _since(bad[0], collected_at),
             reference="debugging-guide.md § 16",
             detail="The kubelet stopped reporting: pods on these nodes are lost or will be evicted.",
             nodes=names,
@@ -100,6 +113,16 @@ def _reboot_command(node: str) -> SuggestedCommand:
     )
 
 
+def label_disagrees(node: dict[str, Any]) -> bool:
+    """Marked for reboot or replacement although its deep health check passed and no fault is recorded."""
+    labels = node["metadata"].get("labels") or {}
+    return (
+        labels.get(NODE_HEALTH_LABEL) in _FAILED_HEALTH
+        and labels.get(DEEP_HEALTH_LABEL) == "Passed"
+        and not any(key.startswith("sagemaker.amazonaws.com/fault-") for key in labels)
+    )
+
+
 def _health_evidence(node: dict[str, Any]) -> Evidence:
     labels = _labels(node)
     shown = [
@@ -111,10 +134,12 @@ def _health_evidence(node: dict[str, Any]) -> Evidence:
 
 
 def _health_labels(nodes: list[dict[str, Any]], job_nodes: set[str]) -> list[Finding]:
+    # A pending label whose deep health check passed, with no fault recorded, is a disagreement
+    # between HyperPod's signals (control_plane.py), not evidence that the node failed a check.
     bad = [
         node
         for node in nodes
-        if _labels(node).get(NODE_HEALTH_LABEL) in _FAILED_HEALTH
+        if (_labels(node).get(NODE_HEALTH_LABEL) in _FAILED_HEALTH and not label_disagrees(node))
         or _labels(node).get(DEEP_HEALTH_LABEL) == "Failed"
     ]
     if not bad:
@@ -184,7 +209,7 @@ def analyze_k8s_nodes(snapshot: Snapshot) -> list[Finding]:
     if kubernetes is None or not kubernetes.nodes:
         return []
     job_nodes = {pod["spec"].get("nodeName") for pod in kubernetes.job_pods()} - {None}
-    findings = _not_ready(kubernetes.nodes, kubernetes.events, job_nodes)
+    findings = _not_ready(kubernetes.nodes, kubernetes.events, job_nodes, snapshot.collected_at)
     findings += _health_labels(kubernetes.nodes, job_nodes) + _gpus_missing(kubernetes.nodes)
     if findings:
         return findings

@@ -97,7 +97,11 @@ def blocked_paths(pods: list[dict[str, Any]], kubernetes: KubernetesSnapshot) ->
     return blocked
 
 
-def _commands(namespace: str, policy: dict[str, Any], job: str) -> list[SuggestedCommand]:
+def _commands(namespace: str, job: str, blocked: Blocked) -> list[SuggestedCommand]:
+    """Read the policies, then add an allow policy for the job: policies add up, so nothing else's
+    deny policy needs editing. Egress is allowed too only where a policy already restricts it."""
+    egress = any(direction == "egress" for direction, _ in blocked)
+    manifest = f"{job}-allow-intra-job.yaml"
     return [
         suggest(
             "kubectl get networkpolicy -n",
@@ -107,14 +111,20 @@ def _commands(namespace: str, policy: dict[str, Any], job: str) -> list[Suggeste
             permission="networkpolicies: list",
         ),
         suggest(
-            "kubectl edit networkpolicy",
-            value(KubeObjectName, name_of(policy)),
-            "-n",
+            "kubectl apply -n",
             value(Namespace, namespace),
-            why=f"Add a rule admitting the {job} pods from each other on all ports (a `from` podSelector "
-            "on the job's label and no `ports` list), in both ingress and egress where they apply.",
+            "-f",
+            value(KubeObjectName, manifest),
+            why=f"Create an allow policy for the {job} pods from operations.md § 8: ingress from the job's "
+            "own pods on every port, egress left alone"
+            + (
+                " (and, because a policy already restricts their egress, the second manifest there too)"
+                if egress
+                else ""
+            )
+            + ". Leave the existing policies as they are: other workloads may rely on them.",
             blast_radius=BlastRadius.CHANGES_CONFIG,
-            permission="networkpolicies: update",
+            permission="networkpolicies: create",
         ),
     ]
 
@@ -140,7 +150,7 @@ def _blocked_finding(job_key: str, pods: list[dict[str, Any]], blocked: Blocked)
         evidence=[
             object_evidence("networkpolicy", p, "spec", p.get("spec") or {}) for p in policies.values()
         ],
-        suggested_commands=_commands(namespace, next(iter(policies.values())), job),
+        suggested_commands=_commands(namespace, job, blocked),
     )
 
 

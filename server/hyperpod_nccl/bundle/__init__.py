@@ -7,6 +7,7 @@ changes nothing on any cluster and uploads nothing (the upload is a suggested co
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from datetime import UTC, datetime
@@ -16,7 +17,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from hyperpod_nccl.bundle.archive import BUNDLE_FOLDER, BundleError, check_output_path, write_archive
-from hyperpod_nccl.bundle.case import UploadSuggestion, render_case, upload_suggestion
+from hyperpod_nccl.bundle.case import (
+    SUPPORT_ATTACHMENT_LIMIT,
+    UploadSuggestion,
+    case_gaps,
+    render_case,
+    upload_suggestion,
+)
 from hyperpod_nccl.bundle.facts import CaseFacts, case_facts
 from hyperpod_nccl.compare import (
     ReportComparison,
@@ -32,6 +39,8 @@ from hyperpod_nccl.render import render_json, render_text
 from hyperpod_nccl.snapshot import SNAPSHOT_FILE, Snapshot, UnusableSnapshot
 
 _ERROR_STRINGS_SHOWN = 10
+# Room left for CASE.md in the attachment limit, so a bundle said to be attachable always is.
+_CASE_ALLOWANCE = 256 * 1024
 
 __all__ = ["BundleError", "BundleRequest", "BundleResult", "create_bundle"]
 
@@ -65,7 +74,9 @@ class BundleResult(BaseModel):
     )
     error_strings_total: int = Field(description="How many error strings the bundle holds in all.")
     upload: UploadSuggestion
-    missing: list[str] = Field(description="Case items the inputs did not carry: ask the user for them.")
+    missing: list[str] = Field(
+        description="What the case still lacks (ask the user): the list CASE.md's 'Add before sending' holds."
+    )
 
 
 def _load_snapshot(path: Path) -> Snapshot:
@@ -140,19 +151,15 @@ def _members(reports: dict[str, Report], snapshot: Snapshot | None, facts: CaseF
     return members
 
 
-def _missing(facts: CaseFacts) -> list[str]:
-    checks = {
-        "cluster name or ARN": facts.cluster.name or facts.cluster.arn,
-        "AWS region": facts.cluster.region,
-        "orchestrator": facts.cluster.orchestrator,
-        "failure window (UTC)": facts.window.start,
-        "exact error strings": facts.error_strings,
-        "affected instance ids / nodes / pods": facts.affected.instance_ids
-        or facts.affected.nodes
-        or facts.affected.pods,
-        "NCCL / FI / TORCH environment of one pod": facts.environment.variables,
-    }
-    return [item for item, value in checks.items() if not value]
+def _size_hint(size: int) -> str:
+    return f"{size / 1024:.0f} KB" if size < 1024 * 1024 else f"{size / 1024 / 1024:.1f} MB"
+
+
+def _estimated_size(members: dict[str, str]) -> int:
+    """The archive's size without CASE.md, which is written last and adds a few KB: the tar.gz
+    of the same text, plus a tar header per member."""
+    text = "".join(members.values()).encode("utf-8")
+    return len(gzip.compress(text, mtime=0)) + 512 * len(members)
 
 
 def create_bundle(request: BundleRequest) -> BundleResult:
@@ -177,7 +184,11 @@ def create_bundle(request: BundleRequest) -> BundleResult:
         members["comparison.txt"] = render_comparison(comparison)
         members["comparison.json"] = _json(comparison.model_dump(mode="json"))
     listed = sorted([*members, "CASE.md"])
-    members["CASE.md"] = render_case(facts, list(reports.values()), listed, output.name, comparison)
+    estimate = _estimated_size(members)
+    upload = upload_suggestion(output.name, attachable=estimate + _CASE_ALLOWANCE <= SUPPORT_ATTACHMENT_LIMIT)
+    members["CASE.md"] = render_case(
+        facts, list(reports.values()), listed, upload, _size_hint(estimate), comparison
+    )
     created = request.created_at or datetime.now(UTC)
     data = write_archive(output, members, int(created.timestamp()), within=request.within)
     return BundleResult(
@@ -188,6 +199,6 @@ def create_bundle(request: BundleRequest) -> BundleResult:
         # The bundle holds every error string; the tool's answer stays small for an LLM's context.
         case=facts.model_copy(update={"error_strings": facts.error_strings[:_ERROR_STRINGS_SHOWN]}),
         error_strings_total=len(facts.error_strings),
-        upload=upload_suggestion(output.name),
-        missing=_missing(facts),
+        upload=upload,
+        missing=case_gaps(facts, attachable=upload.attachable),
     )

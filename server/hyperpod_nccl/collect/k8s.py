@@ -1,5 +1,5 @@
 """The Kubernetes collector: reads nodes, pods, events, services, endpoints, network policies,
-namespaces, the kube-system daemonsets and the job's pod logs into a KubernetesSnapshot.
+namespaces, the kube-system daemonsets, the node leases and the job's pod logs into a KubernetesSnapshot.
 
 Reads only (GET through ReadOnlyApiClient), never exec. Every list is read page by page. A call
 that fails becomes a CollectionIssue naming the RBAC verb it needed, and the rest carries on;
@@ -19,7 +19,7 @@ import anyio
 import urllib3
 import yaml
 from kubernetes import config as kube_config
-from kubernetes.client import AppsV1Api, Configuration, CoreV1Api, NetworkingV1Api
+from kubernetes.client import AppsV1Api, Configuration, CoordinationV1Api, CoreV1Api, NetworkingV1Api
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
@@ -105,6 +105,12 @@ def _listings(api_client: ReadOnlyApiClient, namespace: str | None) -> list[_Lis
             "daemonsets",
             "daemonsets: list (kube-system)",
             partial(apps.list_namespaced_daemon_set, "kube-system"),
+        ),
+        # The kubelet renews its node's Lease every 10 s: the last renewal dates a lost node.
+        _Listing(
+            "leases",
+            "leases: list (kube-node-lease)",
+            partial(CoordinationV1Api(api_client).list_namespaced_lease, "kube-node-lease"),
         ),
         *_node_events(core, namespace),
     ]

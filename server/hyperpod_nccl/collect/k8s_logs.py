@@ -81,6 +81,9 @@ def read_log(core: CoreV1Api, request: LogRequest, tail_lines: int) -> str:
         container=request.container,
         previous=request.previous,
         tail_lines=tail_lines,
+        # Each line prefixed with the UTC time the runtime received it: the cluster timeline places
+        # lines whose own stamps carry no year or zone (PyTorch's `E1123 21:36:41`).
+        timestamps=True,
         _preload_content=False,
     )
     return response.data.decode("utf-8", errors="replace")

@@ -116,4 +116,8 @@ TRIMMERS: dict[str, Trimmer] = {
     "network_policies": _keep("spec"),
     "namespaces": _keep("status"),
     "daemonsets": trim_daemonset,
+    "leases": lambda lease: {
+        "metadata": _metadata(lease),
+        "spec": _pick(lease.get("spec"), ("holderIdentity", "renewTime", "leaseDurationSeconds")),
+    },
 }

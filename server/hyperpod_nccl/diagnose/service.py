@@ -8,14 +8,17 @@ analyzers over a Snapshot, live or replayed from a bundle, into a Report. Only t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hyperpod_nccl.analyze import run_analyzers
+from hyperpod_nccl.analyze.job_topology import build_topology
+from hyperpod_nccl.analyze.pod_logs import pod_log_findings, triage_pod_logs
 from hyperpod_nccl.collect import cloudwatch, hyperpod, orchestrators, security_groups
 from hyperpod_nccl.collect.aws import (
     AwsClients,
@@ -27,10 +30,16 @@ from hyperpod_nccl.collect.aws import (
     no_progress,
 )
 from hyperpod_nccl.collect.run import CollectionRun, DiagnoseOptions, parse_window, skipped
-from hyperpod_nccl.diagnose.cause import diagnose_root_cause
+from hyperpod_nccl.diagnose.cause import diagnose_root_cause, root_cause
+from hyperpod_nccl.diagnose.earlier import set_aside_earlier
+from hyperpod_nccl.diagnose.latent import job_activity, mark_latent
+from hyperpod_nccl.diagnose.timeline import build_timeline, for_report
+from hyperpod_nccl.diagnose.trigger import choose
 from hyperpod_nccl.models import Report, SkippedInput
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.aws import AwsSnapshot, CloudWatchScan
+
+T = TypeVar("T")
 
 __all__ = ["DiagnoseOptions", "collect_snapshot", "collect_snapshot_async", "diagnose", "parse_window"]
 
@@ -234,12 +243,46 @@ def _iso(moment: datetime) -> str:
 
 
 def diagnose(snapshot: Snapshot) -> Report:
-    """Every analyzer over the snapshot; the same snapshot always gives the same report."""
+    """Every analyzer over the snapshot, the pod logs triaged once, the cluster timeline built from
+    every source, latent configuration told from active, and the trigger chosen from the timeline.
+    The same snapshot always gives the same report: times are measured from `collected_at`."""
     skipped_inputs = [
         SkippedInput(source=issue.source, reason=f"{issue.kind}: {issue.message}")
         for issue in snapshot.collection_issues
     ]
     findings, unreadable = run_analyzers(snapshot)
-    return Report.build(
-        "diagnose", findings, root_cause=diagnose_root_cause(findings), skipped=skipped_inputs + unreadable
+    topology = build_topology(snapshot)
+    triaged = _guarded("pod-log triage", unreadable, lambda: triage_pod_logs(snapshot, topology), [])
+    findings += pod_log_findings(triaged, topology)
+    findings, _ = mark_latent(findings, snapshot, job_activity(snapshot, triaged))
+    timeline = _guarded(
+        "cluster timeline", unreadable, lambda: build_timeline(snapshot, topology, triaged), []
     )
+    choice = choose(timeline, topology)
+    findings = set_aside_earlier(findings, choice, timeline)
+    cause, decisive = _guarded(
+        "root cause from the timeline",
+        unreadable,
+        lambda: root_cause(findings, choice, timeline, topology, triaged),
+        (diagnose_root_cause(findings, topology), []),
+    )
+    shown, left_out = for_report(timeline, decisive, topology)
+    return Report.build(
+        "diagnose",
+        findings,
+        root_cause=cause,
+        timeline=shown,
+        skipped=skipped_inputs + unreadable,
+        omitted=[f"timeline: +{left_out} more"] if left_out else [],
+    )
+
+
+def _guarded(what: str, skipped: list[SkippedInput], step: Callable[[], T], fallback: T) -> T:
+    """One derived step that cannot read the snapshot (a bundle edited by hand) is skipped with
+    the reason, like an analyzer; the rest of the report still comes out."""
+    try:
+        return step()
+    except Exception as error:  # one blind spot must not sink the whole report
+        reason = str(error).splitlines()[0][:200] if str(error) else ""
+        skipped.append(SkippedInput(source=what, reason=f"skipped ({type(error).__name__}: {reason})"))
+        return fallback

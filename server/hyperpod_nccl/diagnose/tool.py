@@ -27,7 +27,7 @@ from hyperpod_nccl.guard.kubeconfig import KubeconfigRefused
 from hyperpod_nccl.guard.prometheus import AmpWorkspaceId, PrometheusUrl
 from hyperpod_nccl.guard.redact import redact_model
 from hyperpod_nccl.guard.validate import ClusterName, InstanceId, JobName, Namespace, Region
-from hyperpod_nccl.models import Finding, Report, RootCause, SkippedInput, Summary
+from hyperpod_nccl.models import Finding, Report, RootCause, SkippedInput, Summary, TimelineEvent
 from hyperpod_nccl.server_settings import OutputPath, ReadablePath, current
 from hyperpod_nccl.snapshot import SNAPSHOT_FILE, CollectionIssue, Snapshot, UnusableSnapshot
 from hyperpod_nccl.snapshot.aws import (
@@ -198,10 +198,20 @@ def _iso(moment: datetime) -> str:
 class DiagnosticResult(BaseModel):
     source: str = Field(description="`live` or the bundle directory replayed.")
     summary: Summary
-    root_cause: RootCause | None = Field(default=None, description="The most fundamental blocking finding.")
+    root_cause: RootCause | None = Field(
+        default=None,
+        description="The trigger: the earliest abnormal event that lines up with the failure, its node, "
+        "instance id and ranks, the chain from it, and what was ruled out.",
+    )
     findings: list[Finding] = Field(description="FAIL, WARN and INFO findings; PASS omitted.")
     passed: list[str] = Field(description="Titles of the checks that passed.")
     skipped: list[SkippedInput] = Field(description="What could not be collected, and why.")
+    timeline: list[TimelineEvent] = Field(
+        default_factory=list,
+        description="Every source's events in one UTC order (the trigger's chain first chosen); "
+        "`derived` marks computed times.",
+    )
+    omitted: list[str] = Field(default_factory=list, description="What the size budget left out.")
     saved_bundle: str | None = None
 
 
@@ -296,9 +306,11 @@ async def run_diagnostic(
     `bundle` (a directory written with `save_bundle` or `diagnose --save-bundle`). Kubernetes
     access comes from the EKS cluster itself unless `context` (see list_kube_contexts) is given.
     With `prometheus` (a URL) or `amp_workspace`, the window's DCGM GPU metrics are checked too
-    (hang onset, silent GPUs, throttling, PCIe, ECC, stragglers). Returns the
-    FAIL/WARN/INFO findings with ids, references and suggested commands (run none yourself:
-    show them to the user), the passed checks by title, and what could not be collected.
+    (hang onset, silent GPUs, throttling, PCIe, ECC, stragglers). Returns the root cause (the
+    trigger that lines up with the failure in time: node, instance id, ranks, chain, ruled out),
+    one timeline across every source, the FAIL/WARN/INFO findings with ids, references and
+    suggested commands (run none yourself: show them to the user; a `Latent:` finding did not
+    cause this failure), the passed checks by title, and what could not be collected.
     Progress is reported while it runs; a large cluster can take minutes.
     """
     if bundle:
@@ -334,5 +346,7 @@ def _result(report: Report, source: str, saved: str | None) -> DiagnosticResult:
         findings=_compact(report.findings),
         passed=[f.title for f in report.findings if f.status == "PASS"],
         skipped=report.skipped,
+        timeline=report.timeline,
+        omitted=report.omitted,
         saved_bundle=saved,
     )

@@ -1,5 +1,5 @@
 """What the Kubernetes collector saw: nodes, pods, events, services, endpoints, network policies,
-the kube-system daemonsets and the job's pod logs.
+the kube-system daemonsets, the node leases and the job's pod logs.
 
 Objects are kept as the API serialises them (camelCase, as `kubectl get -o json` prints them),
 trimmed of fields no analyzer reads. Env values and log text are redacted by the collector before
@@ -71,6 +71,9 @@ class KubernetesSnapshot(BaseModel):
     network_policies: list[dict[str, Any]] = Field(default_factory=list)
     namespaces: list[dict[str, Any]] = Field(default_factory=list)
     daemonsets: list[dict[str, Any]] = Field(default_factory=list, description="kube-system daemonsets.")
+    leases: list[dict[str, Any]] = Field(
+        default_factory=list, description="kube-node-lease Leases: when each kubelet last checked in."
+    )
     pod_logs: list[PodLog] = Field(default_factory=list)
 
     def drop_malformed(self) -> list[str]:

@@ -30,9 +30,12 @@ def add_triage_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_triage_command(args: argparse.Namespace) -> int:
+    from hyperpod_nccl.input_kind import not_logs
     from hyperpod_nccl.triage.discover import unusable_reason
     from hyperpod_nccl.triage.engine import nothing_read, run_triage
 
+    if recognised := not_logs(args.log_dir):
+        raise UsageError(recognised.for_cli())
     storage = [args.storage_log_dir] if args.storage_log_dir else []
     reason = unusable_reason([args.log_dir], storage, follow_links=args.follow_links)
     if reason:

@@ -38,9 +38,12 @@ async def triage_logs(
     ranges, a timeline, a job summary, and the inputs it had to skip. Call `read_reference` on
     each FAIL/WARN pointer before suggesting a fix.
     """
+    from hyperpod_nccl.input_kind import not_logs
     from hyperpod_nccl.triage.discover import unusable_reason
     from hyperpod_nccl.triage.engine import nothing_read, run_triage
 
+    if recognised := not_logs(Path(log_dir)):
+        raise ToolError(recognised.for_tool())
     logs = [Path(log_dir)]
     storage = [Path(storage_log_dir)] if storage_log_dir else []
     roots = current().files.read_roots
