@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -33,7 +34,13 @@ ROOT = Path(__file__).parents[2]
 LOG_LINES = (ROOT / "examples" / "training-hang" / "logs" / "error-51877-0.out").read_text().splitlines()
 SLURM_OUTPUT = (ROOT / "tests" / "slurm" / "recorded" / "slurm-24.11.txt").read_text()
 SNAPSHOT = json.loads((ROOT / "examples" / "eks-cluster-bundle" / "snapshot.json").read_text())
-FUZZ = settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+# FUZZ_EXAMPLES=2000 digs deeper by hand; CI keeps the default.
+FUZZ = settings(
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 garbage = st.one_of(
     st.text(max_size=300),

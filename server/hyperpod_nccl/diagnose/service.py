@@ -17,7 +17,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hyperpod_nccl.analyze import run_analyzers
-from hyperpod_nccl.analyze.job_topology import build_topology
+from hyperpod_nccl.analyze.job_topology import Topology, build_topology
 from hyperpod_nccl.analyze.pod_logs import pod_log_findings, triage_pod_logs
 from hyperpod_nccl.collect import cloudwatch, hyperpod, orchestrators, security_groups
 from hyperpod_nccl.collect.aws import (
@@ -251,15 +251,25 @@ def diagnose(snapshot: Snapshot) -> Report:
         for issue in snapshot.collection_issues
     ]
     findings, unreadable = run_analyzers(snapshot)
-    topology = build_topology(snapshot)
+    topology = _guarded("job topology", unreadable, lambda: build_topology(snapshot), Topology())
     triaged = _guarded("pod-log triage", unreadable, lambda: triage_pod_logs(snapshot, topology), [])
-    findings += pod_log_findings(triaged, topology)
-    findings, _ = mark_latent(findings, snapshot, job_activity(snapshot, triaged))
+    findings += _guarded("pod-log findings", unreadable, lambda: pod_log_findings(triaged, topology), [])
+    findings, _ = _guarded(
+        "latent configuration",
+        unreadable,
+        lambda: mark_latent(findings, snapshot, job_activity(snapshot, triaged)),
+        (findings, []),
+    )
     timeline = _guarded(
         "cluster timeline", unreadable, lambda: build_timeline(snapshot, topology, triaged), []
     )
     choice = choose(timeline, topology)
-    findings = set_aside_earlier(findings, choice, timeline)
+    findings = _guarded(
+        "earlier events set aside",
+        unreadable,
+        lambda: set_aside_earlier(findings, choice, timeline),
+        findings,
+    )
     cause, decisive = _guarded(
         "root cause from the timeline",
         unreadable,

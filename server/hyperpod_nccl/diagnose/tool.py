@@ -200,18 +200,16 @@ class DiagnosticResult(BaseModel):
     summary: Summary
     root_cause: RootCause | None = Field(
         default=None,
-        description="The trigger: the earliest abnormal event that lines up with the failure, its node, "
-        "instance id and ranks, the chain from it, and what was ruled out.",
+        description="The trigger: earliest abnormal event lining up with the failure, chain, ruled out.",
     )
     findings: list[Finding] = Field(description="FAIL, WARN and INFO findings; PASS omitted.")
     passed: list[str] = Field(description="Titles of the checks that passed.")
     skipped: list[SkippedInput] = Field(description="What could not be collected, and why.")
     timeline: list[TimelineEvent] = Field(
         default_factory=list,
-        description="Every source's events in one UTC order (the trigger's chain first chosen); "
-        "`derived` marks computed times.",
+        description="Every source's events in UTC order; `derived` marks computed times.",
     )
-    omitted: list[str] = Field(default_factory=list, description="What the size budget left out.")
+    omitted: list[str] = Field(default_factory=list, description="What the size budget cut.")
     saved_bundle: str | None = None
 
 
@@ -299,19 +297,15 @@ async def run_diagnostic(
 ) -> DiagnosticResult:
     """Run the full read-only HyperPod cluster diagnostic, live or from a saved bundle.
 
-    Use this first for an NCCL or distributed-training failure on HyperPod: it checks
-    the cluster and every node, cluster events, security-group self-references, Kubernetes
-    (pods, events, NetworkPolicies, NCCL env, pod logs) or Slurm, sampled on-node probes and
-    CloudWatch. Live: give `cluster` and `region` (scope with `namespace` / `job`). Offline: give
-    `bundle` (a directory written with `save_bundle` or `diagnose --save-bundle`). Kubernetes
-    access comes from the EKS cluster itself unless `context` (see list_kube_contexts) is given.
-    With `prometheus` (a URL) or `amp_workspace`, the window's DCGM GPU metrics are checked too
-    (hang onset, silent GPUs, throttling, PCIe, ECC, stragglers). Returns the root cause (the
-    trigger that lines up with the failure in time: node, instance id, ranks, chain, ruled out),
-    one timeline across every source, the FAIL/WARN/INFO findings with ids, references and
-    suggested commands (run none yourself: show them to the user; a `Latent:` finding did not
-    cause this failure), the passed checks by title, and what could not be collected.
-    Progress is reported while it runs; a large cluster can take minutes.
+    Use this first for an NCCL or distributed-training failure on HyperPod: it checks the
+    cluster, every node, events, security groups, Kubernetes (pods, NetworkPolicies, NCCL env,
+    pod logs) or Slurm, on-node probes and CloudWatch. Live: `cluster` and `region`
+    (`namespace`, `job` narrow it; `context`: list_kube_contexts). Offline: `bundle`.
+    With `prometheus` or `amp_workspace`, DCGM GPU metrics too. Returns the root cause (the
+    trigger in time: node, instance id, ranks, chain, ruled out), one timeline, the
+    FAIL/WARN/INFO findings with references and suggested commands (show them to the user, run
+    none; `Latent:` did not cause this failure), passed checks and what was not collected.
+    Large clusters take minutes.
     """
     if bundle:
         snapshot = _load_bundle(bundle)
