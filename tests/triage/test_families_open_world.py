@@ -490,3 +490,60 @@ def test_shared_memory_removed_by_systemd_is_configuration(tmp_path: Path, text:
     report = triage(tmp_path, {"rank0.log": text.lstrip("\n")})
     assert cause(report)[0] == Category.CONFIG, describe(report)
     assert any(f.id == "triage.config.shm_removed" for f in report.findings), describe(report)
+
+
+# --- a system call inside NCCL failed ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # PyTorch 1.x, the result's description on the same line
+        "RuntimeError: NCCL error in: /opt/pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:825, unhandled "
+        "system error, NCCL version 2.7.8\n"
+        "ncclSystemError: System call (socket, malloc, munmap, etc) failed.\n",
+        # TensorFlow + Horovod
+        "tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: "
+        "unhandled system error\n",
+        # CuPy
+        "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error\n",
+    ],
+    ids=["pytorch-1", "tensorflow", "cupy"],
+)
+def test_an_unhandled_system_error_alone_points_at_shared_memory(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"rank0.log": text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.config.nccl_system_call")
+    assert finding.reference.startswith("debugging-guide.md § 17")
+    assert report.root_cause and report.root_cause.confidence == "low", "a guess from the result code alone"
+
+
+def test_the_warn_line_naming_the_failed_call_outweighs_the_system_error(tmp_path: Path) -> None:
+    text = (
+        nccl_warn("gpu-1", 77, 1, "transport/net_ib.cc:480", "Call to ibv_create_qp failed") + "\n"
+        "RuntimeError: NCCL error: unhandled system error, NCCL version 2.18.1\n"
+    )
+    report = triage(tmp_path, {"rank1.log": text})
+    assert cause(report)[0] == Category.UNKNOWN, describe(report)
+    assert quotes(report, "Call to ibv_create_qp failed")
+    assert not any(f.id == "triage.config.nccl_system_call" for f in report.findings)
+
+
+# --- the store's address never answered --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # PyTorch ≤ 1.13's TCPStore
+        "RuntimeError: connect() timed out. Original timeout was 60000 ms.\n",
+        # torchelastic's rendezvous handler
+        "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d "
+        "store has failed. See inner exception for details.\n",
+    ],
+    ids=["tcpstore-connect", "elastic-rendezvous"],
+)
+def test_a_store_connection_that_timed_out_is_an_unreachable_address(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"worker.log": "Starting elastic_operator with launch configs\n" + text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.store_unreachable" for f in report.findings)

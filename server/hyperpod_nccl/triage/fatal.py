@@ -505,7 +505,7 @@ _SLURM_OOM = _fail(
 _WORKER_EXIT = _consequence(
     "triage.consequence.worker_exit", "Workers exited after the failure", "debugging-guide.md § 1"
 )
-_NCCL_ERROR = _consequence(
+NCCL_RAISED = _consequence(
     "triage.consequence.nccl_error", "NCCL errors raised to Python", "debugging-guide.md § 3"
 )
 
@@ -563,7 +563,7 @@ def meaning_of(event: Event) -> Meaning | None:
         "nccl_error": _nccl_error,
         "nccl_failure": _nccl_error,
         "dataloader_caught": _dataloader_caught,
-        "nccl_aborted": lambda _: _NCCL_ERROR,
+        "nccl_aborted": lambda _: NCCL_RAISED,
         "ib_completion": _ib_completion,
         "store_connect": _store_connect,
         "memreg": _memory_registration,
@@ -893,13 +893,28 @@ _NCCL_CUDA_CALL = _fail(
 )
 
 
+# ncclSystemError: a system call inside NCCL failed. Its WARN line (a failed socket call, an shm
+# segment it could not extend) outweighs this; alone, the usual reason is a container's shared
+# memory (Docker's 64 MB /dev/shm, no host IPC), which NCCL's intra-node transport needs.
+_NCCL_SYSTEM_CALL = _fail(
+    "triage.config.nccl_system_call",
+    "A system call inside NCCL failed (unhandled system error): most often too little shared memory "
+    "in the container (/dev/shm, host IPC); rerun with NCCL_DEBUG=WARN to see which call",
+    C.CONFIG,
+    40,
+    "debugging-guide.md § 17",
+)
+
+
 def _nccl_error(event: Event) -> Meaning:
     what = nccl_result(event)
     if what.startswith(("invalid usage", "invalid argument")):
         return _NCCL_INVALID_USAGE
     if what.startswith("unhandled cuda error"):
         return _NCCL_CUDA_CALL
-    return _NCCL_ERROR
+    if what.startswith("unhandled system error"):
+        return _NCCL_SYSTEM_CALL
+    return NCCL_RAISED
 
 
 def cuda_oom_figures(event: Event) -> str:

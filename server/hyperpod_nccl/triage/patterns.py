@@ -448,10 +448,12 @@ CONFIG = (
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
     # A TCP connect to the store that never completed: errno 110 / 113 mean the address is
     # unreachable (wrong MASTER_ADDR, traffic blocked); 111 means nothing listened there yet.
+    # PyTorch ≤ 1.13 words the same as `connect() timed out`; torchelastic as a RendezvousConnectionError.
     _p(
         "store_connect",
-        "socket has failed to connect to",
-        r"failed to connect to (?P<target>\S+?)\.?(?: \(errno: (?P<errno>\d+)| |$)",
+        ("socket has failed to connect to", "connect() timed out", "connection to the C10d store has failed"),
+        r"failed to connect to (?P<target>\S+?)\.?(?: \(errno: (?P<errno>\d+)| |$)|connect\(\) timed out"
+        r"|connection to the C10d store has failed",
     ),
     _p(
         "msg_truncated",

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from hyperpod_nccl.models import Category, Finding, Status
 from hyperpod_nccl.triage.events import Event
-from hyperpod_nccl.triage.fatal import Meaning, cuda_oom_figures
+from hyperpod_nccl.triage.fatal import NCCL_RAISED, Meaning, cuda_oom_figures
 from hyperpod_nccl.triage.findings import decisive, event_ranks, evidence, listed, scope
 from hyperpod_nccl.triage.model import Group, Incident
 from hyperpod_nccl.triage.root_cause import Candidate
@@ -16,6 +16,10 @@ from hyperpod_nccl.triage.rules.origin import ORIGIN_REFINERS, Refiner
 from hyperpod_nccl.triage.rules.outcome import Outcome
 
 _KILL_IDS = frozenset({"triage.host.sigkill"})
+# Guesses from an NCCL result code alone: an NCCL WARN line names the call that really failed, and
+# with one in the logs the guess is withdrawn (the earliest abnormal line is quoted instead).
+_GUESSES_WITHOUT_WARN = frozenset({"triage.config.nccl_system_call"})
+_NCCL_WARN_ID = "triage.nccl.warn"
 # After a candidate is proposed: who began the failure (origin.py), and whether a fabric error
 # means a fabric that never worked (fabric.py).
 REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked)
@@ -24,11 +28,18 @@ REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked)
 def catalogue(incident: Incident) -> Outcome:
     outcome = Outcome()
     for group in incident.groups.values():
+        group = _without_withdrawn_guess(group, incident)
         outcome.findings.append(catalogue_finding(group, incident))
         found = _catalogue_candidate(group, incident)
         if found is not None:
             outcome.candidates.append(found)
     return outcome
+
+
+def _without_withdrawn_guess(group: Group, incident: Incident) -> Group:
+    if group.meaning.id in _GUESSES_WITHOUT_WARN and _NCCL_WARN_ID in incident.groups:
+        return Group(NCCL_RAISED, group.events)
+    return group
 
 
 def catalogue_finding(group: Group, incident: Incident) -> Finding:
@@ -61,6 +72,10 @@ def _catalogue_candidate(group: Group, incident: Incident) -> Candidate | None:
     meaning, events = group.meaning, group.events
     if meaning.category is None or meaning.weight == 0:
         return None
+    if meaning.id in _GUESSES_WITHOUT_WARN and any(
+        g.meaning.id == _NCCL_WARN_ID for g in incident.groups.values()
+    ):
+        return None
     verdict = incident.verdict
     suspects = set(verdict.culprits) if verdict.verdict in ("straggler", "silent") else set()
     ranks = set().union(*(event_ranks(e) for e in events))
@@ -90,6 +105,6 @@ def candidate_of(
         nodes=sorted(nodes),
         first=first,
         when=incident.at(first),
-        confidence="high" if meaning.weight >= 75 else "medium",
+        confidence="high" if meaning.weight >= 75 else "medium" if meaning.weight >= 50 else "low",
         finding_id=meaning.id,
     )
