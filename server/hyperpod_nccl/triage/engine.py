@@ -20,6 +20,7 @@ from pathlib import Path
 from hyperpod_nccl.flight_recorder.join import dump_evidence, split_inputs
 from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput
 from hyperpod_nccl.triage.budget import fit_to_budget
+from hyperpod_nccl.triage.causality import order_by_cause
 from hyperpod_nccl.triage.discover import InputFile, discover
 from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.findings import decisive, evidence, rank_state_groups
@@ -103,9 +104,12 @@ def analyse(
             outcome.findings, incident.groups[origin.finding_id].events, origin.finding_id, incident
         )
     culprits = cause.culprit_ranks if cause else incident.verdict.culprits
+    root_id = origin.finding_id if origin else None
+    findings = order_by_cause(outcome.findings, origin, incident)
     report = Report.build(
         "triage",
-        outcome.findings,
+        findings,
+        lead=root_id,
         files_read=incident.reading.files_read,
         ranks_seen=len(incident.ranks_seen),
         root_cause=cause,
@@ -114,7 +118,7 @@ def analyse(
         job=job_summary(incident),  # after the timeline: the clock's notes say what was dated
         rank_states=rank_state_groups(incident),
     )
-    return fit_to_budget(report, protected=origin.finding_id if origin else None)
+    return fit_to_budget(report, protected=root_id)
 
 
 def _context(incident: Incident) -> Context:
