@@ -150,6 +150,9 @@ class RootCause(_Model):
     ruled_out: list[Text] = Field(
         default_factory=list, description="Causes considered and excluded, and why."
     )
+    finding: str | None = Field(
+        default=None, description="Id of the finding that is the root cause: the first one listed."
+    )
 
 
 class TimelineEvent(_Model):

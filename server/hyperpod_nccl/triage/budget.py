@@ -2,8 +2,8 @@
 (`render_json`, what the CLI's `--json` and the MCP tool print), at 1,024 ranks too.
 
 Reductions are applied in order of least information lost until the report fits: suggested
-commands of secondary findings, long timelines, long evidence texts, evidence lines beyond four,
-informational findings, then every evidence line but the first. The root cause and every
+commands of secondary findings beyond their first, long timelines, long evidence texts, evidence
+lines beyond four, informational findings, then every evidence line but the first. The root cause and every
 FAIL/WARN finding always survive, and the root cause's own finding keeps its evidence longest.
 Every list cut short says how many items it lost (`Report.omitted`, `timeline: +8 more`); texts
 are cut between words, never inside a number.
@@ -58,10 +58,12 @@ def size_of(report: Report) -> int:
     return len(render_json(report).encode())
 
 
-def _drop_secondary_commands(trim: _Trim) -> None:
+def _first_command_only(trim: _Trim) -> None:
+    """Secondary findings keep their first command (the read-only confirmation): every FAIL and
+    WARN still says what to run next."""
     for finding in trim.others():
         finding.suggested_commands = trim.keep(
-            f"{finding.id} suggested_commands", finding.suggested_commands, 0
+            f"{finding.id} suggested_commands", finding.suggested_commands, 1
         )
 
 
@@ -117,7 +119,7 @@ def _minimal(trim: _Trim) -> None:
 
 
 REDUCTIONS: tuple[Reduction, ...] = (
-    _drop_secondary_commands,
+    _first_command_only,
     _shorten_timeline,
     _short_texts,
     _evidence_lines(4),

@@ -19,10 +19,12 @@ from pathlib import Path
 
 from hyperpod_nccl.flight_recorder.join import dump_evidence, split_inputs
 from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput
+from hyperpod_nccl.next_steps import attach
 from hyperpod_nccl.triage.budget import fit_to_budget
 from hyperpod_nccl.triage.causality import order_by_cause
 from hyperpod_nccl.triage.discover import InputFile, discover
 from hyperpod_nccl.triage.events import Event, FileScan
+from hyperpod_nccl.triage.facts import finding_facts, job_facts
 from hyperpod_nccl.triage.findings import decisive, evidence, rank_state_groups
 from hyperpod_nccl.triage.model import EvidenceSource, Incident, build_incident
 from hyperpod_nccl.triage.root_cause import (
@@ -105,7 +107,11 @@ def analyse(
         )
     culprits = cause.culprit_ranks if cause else incident.verdict.culprits
     root_id = origin.finding_id if origin else None
+    if cause is not None:
+        cause.finding = root_id
     findings = order_by_cause(outcome.findings, origin, incident)
+    job = job_facts(incident)
+    attach(findings, lambda finding: finding_facts(finding, job, incident))
     report = Report.build(
         "triage",
         findings,
@@ -115,7 +121,7 @@ def analyse(
         root_cause=cause,
         timeline=build_timeline(incident, culprits),
         skipped=incident.reading.skipped,
-        job=job_summary(incident),  # after the timeline: the clock's notes say what was dated
+        job=job_summary(incident, job.job_id),  # after the timeline: the clock's notes say what was dated
         rank_states=rank_state_groups(incident),
     )
     return fit_to_budget(report, protected=root_id)
