@@ -4,6 +4,10 @@ A command line is split the way a shell splits it; each command that does the wo
 after a pipe) is reduced to its program and subcommand, past `ssh <host>` and `sudo`. The section
 must show the same program with the same subcommand (`kubectl cordon`, `scontrol update`,
 `aws sagemaker batch-reboot-cluster-nodes`); `export` must name variables the section names.
+
+What a section shows includes its file's introduction (conventions for every section, such as
+how to run a PromQL query) and, when it sends the reader up the remediation ladder
+(`operations.md § 9`), the ladder's commands.
 """
 
 from __future__ import annotations
@@ -56,10 +60,19 @@ def program_of(argv: list[str]) -> tuple[str, ...]:
     return (program, *subcommands)
 
 
+LADDER = "operations.md § 9"
+
+
 @cache
 def section_text(pointer: str) -> str:
     index = default_index()
-    return index.text(index.resolve(pointer))
+    section = index.resolve(pointer)
+    reference = index.file(section.file)
+    first = min(s.start for s in reference.sections)
+    text = "\n".join(reference.lines[:first]) + "\n" + index.text(section)
+    if LADDER in text and pointer != LADDER:
+        text += "\n" + index.text(index.resolve(LADDER))
+    return text
 
 
 def shown_in(program: tuple[str, ...], text: str) -> bool:

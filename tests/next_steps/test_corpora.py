@@ -13,6 +13,7 @@ from tests.realworld.corpus import load_cases
 from tests.realworld.score import triage_case
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "training-hang" / "logs"
+BUNDLE = Path(__file__).resolve().parents[2] / "examples" / "eks-cluster-bundle"
 CASES = load_cases()
 
 
@@ -32,3 +33,12 @@ def test_the_example_fills_in_the_job_id_node_and_pid_its_logs_hold() -> None:
     commands = [c.command for c in straggler.suggested_commands]
     assert "sacct -j 51877 --format=JobID,State,ExitCode,Elapsed,NodeList" in commands
     assert any(c.startswith("ssh ip-10-1-0-15 sudo py-spy dump --pid ") and "<" not in c for c in commands)
+
+
+def test_the_cluster_example_bundle_says_what_to_run_next() -> None:
+    from hyperpod_nccl.diagnose.service import diagnose
+    from hyperpod_nccl.snapshot import Snapshot
+
+    report = diagnose(Snapshot.load(BUNDLE))
+    assert next_step_problems(report) == []
+    assert any(f.is_issue for f in report.findings)
