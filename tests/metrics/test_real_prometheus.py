@@ -181,4 +181,3 @@ def test_node_matchers_match_names_with_dots_and_colons_literally(prometheus: Lo
 
 def test_every_issue_says_what_to_run_next(report: Report) -> None:
     assert next_step_problems(report) == []
-
