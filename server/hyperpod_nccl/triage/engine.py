@@ -36,6 +36,7 @@ from hyperpod_nccl.triage.root_cause import (
     root_cause,
 )
 from hyperpod_nccl.triage.rules import run_rules
+from hyperpod_nccl.triage.run import describe_run
 from hyperpod_nccl.triage.scanner import scan_input
 from hyperpod_nccl.triage.summary import job_summary
 from hyperpod_nccl.triage.timeline import Clock, build_timeline, collective_start
@@ -100,7 +101,8 @@ def analyse(
     """The incident model, built once; every rule over it; the origin among their candidates."""
     incident = build_incident(scans, skipped, sources)
     outcome = run_rules(incident)
-    cause, origin = _root_cause(outcome.candidates, incident, _context(incident))
+    context = _context(incident)
+    cause, origin = _root_cause(outcome.candidates, incident, context)
     if origin is not None and origin.finding_id in incident.groups:
         _widen_evidence(
             outcome.findings, incident.groups[origin.finding_id].events, origin.finding_id, incident
@@ -121,7 +123,8 @@ def analyse(
         root_cause=cause,
         timeline=build_timeline(incident, culprits),
         skipped=incident.reading.skipped,
-        job=job_summary(incident, job.job_id),  # after the timeline: the clock's notes say what was dated
+        # after the timeline: the clock's notes say what was dated
+        job=describe_run(job_summary(incident, job.job_id), incident, cause is not None, context.final),
         rank_states=rank_state_groups(incident),
     )
     return fit_to_budget(report, protected=root_id)

@@ -19,6 +19,7 @@ from typing import BinaryIO
 CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 64 * 1024
 HEAD_LINES = 40  # every file's first lines are always yielded: banners name the framework and versions
+TAIL_LINES = 16  # every file's last lines are kept aside: when the log ends, and how
 _MAX_TRUNCATIONS_LISTED = 5
 
 HitFinder = Callable[[bytes], list[int]]
@@ -38,6 +39,8 @@ class ReadReport:
     truncated: list[tuple[int, int]] = field(default_factory=list)  # (line number, bytes dropped)
     nul_bytes: int = 0  # NUL bytes skipped inside the text
     first_nul_line: int | None = None
+    tail: list[tuple[int, str]] = field(default_factory=list)  # the file's last lines, numbered
+    _last_block: tuple[int, bytes] = (1, b"")
 
 
 _CONTROL_SHARE = 0.01  # control bytes (other than tab, newlines and ANSI escapes) text never has
@@ -94,6 +97,14 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
             carry = carry[:MAX_LINE_BYTES]
     if carry:
         yield from _emit_block(carry + b"\n", find_hits, report, first, truncated_by=dropping)
+    report.tail = _tail(*report._last_block)
+
+
+def _tail(base: int, block: bytes) -> list[tuple[int, str]]:
+    """The last lines of the last block read, with their numbers: the end of the file."""
+    lines = block.split(b"\n")[:-1][-TAIL_LINES:]
+    first = base + block.count(b"\n") - len(lines)
+    return [(first + offset, decode(line)) for offset, line in enumerate(lines)]
 
 
 def _skip_nuls(chunk: bytes, carry: bytes, report: ReadReport) -> bytes:
@@ -108,6 +119,7 @@ def _emit_block(
     block: bytes, find_hits: HitFinder, report: ReadReport, is_head: bool, truncated_by: int = 0
 ) -> Iterator[tuple[int, str]]:
     base = report.lines + 1
+    report._last_block = (base, block)
     if truncated_by and len(report.truncated) < _MAX_TRUNCATIONS_LISTED:
         report.truncated.append((base, truncated_by))
     starts = _head_starts(block) if is_head else []

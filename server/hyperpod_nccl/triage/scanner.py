@@ -31,6 +31,7 @@ from hyperpod_nccl.triage.patterns import (
 )
 from hyperpod_nccl.triage.prefilter import build_hit_finder
 from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, message_rank, strip
+from hyperpod_nccl.triage.run_facts import RUN_FACTS
 
 MAX_EVENTS_PER_FILE = 40_000
 MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
@@ -40,7 +41,7 @@ _KEEP_LATEST = frozenset({"work_update", "progress"})
 
 @cache
 def _log_finder() -> HitFinder:
-    return build_hit_finder(anchors_of(EVENT_PATTERNS + FACT_PATTERNS))
+    return build_hit_finder(anchors_of(EVENT_PATTERNS + FACT_PATTERNS + RUN_FACTS))
 
 
 @cache
@@ -55,7 +56,7 @@ def _event_dispatcher() -> Dispatcher:
 
 @cache
 def _fact_dispatcher() -> Dispatcher:
-    return Dispatcher(FACT_PATTERNS)
+    return Dispatcher(FACT_PATTERNS + RUN_FACTS)
 
 
 @cache
@@ -176,6 +177,8 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
                 if len(scan.problems) < _MAX_PROBLEMS_PER_FILE:
                     scan.problems.append(f"{source}:{number}: line not understood ({error}); read past it")
     finally:
+        for _, text in report.tail:  # when the log ends: its last stamped line
+            _note_stamp(scan, strip(text))
         scan.lines_read += report.lines
         for line, dropped in report.truncated:
             scan.problems.append(f"{source}:{line}: line truncated, {dropped} bytes past 64 KiB not read")
@@ -251,6 +254,13 @@ def _note_identity(state: _FileState, stripped: Stripped) -> None:
 
 
 def _note_stamp(scan: FileScan, stripped: Stripped) -> None:
+    if stripped.stamp:
+        scan.first_stamp = scan.first_stamp or stripped.stamp
+        scan.last_stamp = stripped.stamp
+        if stripped.stamp.endswith("Z"):
+            scan.utc_stamps += 1
+        else:
+            scan.zoneless_stamps += 1
     if stripped.stamp and not stripped.stamp.startswith(UNKNOWN_YEAR):
         year = int(stripped.stamp[:4])
         scan.dated_years[year] = scan.dated_years.get(year, 0) + 1

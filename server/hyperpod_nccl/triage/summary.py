@@ -135,7 +135,6 @@ def job_summary(incident: Incident, job_id: str | None = None) -> JobSummary:
         ranks_per_node=counts.most_common(1)[0][0] if counts else None,
         rank_map=[f"{node}: {compress(ranks)}" for node, ranks in list(per_node.items())[:_MAP_LINES]],
         rank_map_note=_map_note(per_node),
-        resumed_from_checkpoint="resumed" in incident.index.by_kind,
         versions=version_groups(incident.versions),
         notes=incident.clock.notes(),
         job_id=job_id,
