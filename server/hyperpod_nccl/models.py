@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, model_validator
 
@@ -71,6 +71,16 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", use_enum_values=False)
 
 
+def _silent(value: object) -> bool:
+    return value in (None, [], False)
+
+
+# Fields added after v1 that are printed only when they say something: a reader that knows them
+# gets their default back, one that does not never sees them, and a 1,024-rank report stays in
+# its size budget.
+SPARSE: Any = {"exclude_if": _silent}
+
+
 class Evidence(_Model):
     """One observation that supports a finding: a log line, an API field, a probe output line."""
 
@@ -114,14 +124,17 @@ class Finding(_Model):
     no_command_reason: ShortText | None = Field(
         default=None,
         description="Why no command applies, on a FAIL/WARN whose `suggested_commands` is empty.",
+        **SPARSE,
     )
     consequence_of: str | None = Field(
         default=None,
         description="Id of the root-cause finding this one follows from: demoted, not a separate cause.",
+        **SPARSE,
     )
     also_reported_as: list[str] = Field(
         default_factory=list,
         description="Ids of findings merged into this one: the same event as other sources report it.",
+        **SPARSE,
     )
 
     @model_validator(mode="after")
@@ -165,7 +178,9 @@ class TimelineEvent(_Model):
     rank: int | None = None
     node: ShortText | None = None
     derived: bool = Field(
-        default=False, description="True when the time is computed (watchdog time − timeout), not read."
+        default=False,
+        description="True when the time is computed (watchdog time − timeout), not read.",
+        **SPARSE,
     )
 
 
@@ -219,20 +234,31 @@ class LogLine(_Model):
     time: str | None = Field(default=None, description="As written in the line (see the job's `time_zone`).")
 
 
+class RankLine(_Model):
+    """One line of a rank's own log (the file is its activity's `source`)."""
+
+    line: PositiveInt
+    text: Text
+    time: str | None = Field(default=None, description="As written in the line (see the job's `time_zone`).")
+
+
 class RankActivity(_Model):
     """What one rank was doing before the failure: a culprit, or one waiting rank to compare it with."""
 
     rank: int
     node: ShortText | None = None
     role: Literal["culprit", "waiting"]
-    last_progress: LogLine | None = Field(
-        default=None, description="Its last training step or progress line before the failure."
+    source: ShortText = Field(description="The log file the lines below come from.")
+    until: ShortText = Field(description="The line the look-back stops at (`line`, what it is).")
+    last_progress: RankLine | None = Field(
+        default=None, description="Its last training step or progress line before `until`."
     )
-    before: list[LogLine] = Field(
-        default_factory=list, description="The last few non-NCCL lines it wrote before `until`."
+    before: list[RankLine] = Field(
+        default_factory=list, description="The last few other non-NCCL lines it wrote before `until`."
     )
-    until: ShortText = Field(description="The line the look-back stops at (`file:line`, what it is).")
-    note: ShortText | None = Field(default=None, description="Why nothing (or less) could be shown.")
+    note: ShortText | None = Field(
+        default=None, description="Why nothing (or less) could be shown.", **SPARSE
+    )
 
 
 class TransportGroup(_Model):

@@ -20,6 +20,7 @@ from pathlib import Path
 from hyperpod_nccl.flight_recorder.join import dump_evidence, split_inputs
 from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput
 from hyperpod_nccl.next_steps import attach
+from hyperpod_nccl.triage.activity import WindowReader, rank_activity
 from hyperpod_nccl.triage.budget import fit_to_budget
 from hyperpod_nccl.triage.causality import order_by_cause
 from hyperpod_nccl.triage.discover import InputFile, discover
@@ -37,9 +38,10 @@ from hyperpod_nccl.triage.root_cause import (
 )
 from hyperpod_nccl.triage.rules import run_rules
 from hyperpod_nccl.triage.run import describe_run
-from hyperpod_nccl.triage.scanner import scan_input
+from hyperpod_nccl.triage.scanner import read_before, scan_input
 from hyperpod_nccl.triage.summary import job_summary
 from hyperpod_nccl.triage.timeline import Clock, build_timeline, collective_start
+from hyperpod_nccl.triage.transports import node_transports
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
 MAX_WORKERS = 4
@@ -61,7 +63,19 @@ def run_triage(
     found = discover(log_paths, storage_paths, follow_links=follow_links, boundaries=boundaries)
     logs, dumps = split_inputs(found.files)
     scans = scan_all(logs)
-    return analyse(scans, found.skipped, [evidence for evidence in [dump_evidence(dumps)] if evidence])
+    sources = [evidence for evidence in [dump_evidence(dumps)] if evidence]
+    return analyse(scans, found.skipped, sources, reader=window_reader(logs))
+
+
+def window_reader(files: list[InputFile]) -> WindowReader:
+    """Re-reads a few lines before a quoted one (what a culprit wrote before it failed)."""
+    by_source = {item.source: item for item in files}
+
+    def read(source: str, offset: int, size: int) -> bytes | None:
+        item = by_source.get(source)
+        return read_before(item, offset, size) if item else None
+
+    return read
 
 
 def nothing_read(report: Report) -> str | None:
@@ -96,9 +110,14 @@ def _worker_count(files: list[InputFile]) -> int:
 
 
 def analyse(
-    scans: list[FileScan], skipped: list[SkippedInput], sources: Sequence[EvidenceSource] = ()
+    scans: list[FileScan],
+    skipped: list[SkippedInput],
+    sources: Sequence[EvidenceSource] = (),
+    *,
+    reader: WindowReader | None = None,
 ) -> Report:
-    """The incident model, built once; every rule over it; the origin among their candidates."""
+    """The incident model, built once; every rule over it; the origin among their candidates.
+    `reader` re-reads the few lines before a culprit's first abnormal one (what it was doing)."""
     incident = build_incident(scans, skipped, sources)
     outcome = run_rules(incident)
     context = _context(incident)
@@ -126,7 +145,10 @@ def analyse(
         # after the timeline: the clock's notes say what was dated
         job=describe_run(job_summary(incident, job.job_id), incident, cause is not None, context.final),
         rank_states=rank_state_groups(incident),
+        activity=rank_activity(incident, culprits, reader),
     )
+    if report.job is not None:
+        report.job.transports = node_transports(incident)
     return fit_to_budget(report, protected=root_id)
 
 

@@ -22,6 +22,7 @@ class Event:
     stamp: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
     count: int = 1
+    offset: int = -1  # byte offset of the line in its (decompressed) file; -1 when not known
 
 
 @dataclass(slots=True)

@@ -8,6 +8,10 @@ yielded, with their 1-based numbers. A line longer than `MAX_LINE_BYTES` keeps i
 A file that starts as binary (a core dump, an archive) is not a log. Runs of NUL bytes inside a
 text log (a crashed node's hole in its file) are skipped and counted; the lines around them are
 read, with their numbers unchanged.
+
+While a line is yielded, `ReadReport.at` holds the byte offset where it starts in the (decompressed)
+stream, so a rule can later look at the few lines before it without reading the file again
+(exact in an undamaged file; a skipped NUL run shifts the offsets after it).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ class ReadReport:
     nul_bytes: int = 0  # NUL bytes skipped inside the text
     first_nul_line: int | None = None
     tail: list[tuple[int, str]] = field(default_factory=list)  # the file's last lines, numbered
+    at: int = 0  # byte offset of the line being yielded
+    _block_at: int = 0  # byte offset of the block being emitted
     _last_block: tuple[int, bytes] = (1, b"")
 
 
@@ -72,6 +78,7 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
     carry = b""
     dropping = 0  # > 0 while skipping the unread tail of an overlong line
     first = True
+    report._block_at = 0  # where `carry` starts in the stream
     while chunk := stream.read(CHUNK_BYTES):
         if first and looks_binary(chunk[:_BINARY_SAMPLE]):
             raise BinaryInput("binary file (NUL bytes), not a text log")
@@ -84,12 +91,14 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
                 continue
             dropping += newline
             yield from _emit_block(carry + b"\n", find_hits, report, first, truncated_by=dropping)
+            report._block_at += len(carry) + dropping + 1
             carry, dropping, first = b"", 0, False
             chunk = chunk[newline + 1 :]
         buffer = carry + chunk
         end = buffer.rfind(b"\n") + 1
         if end:
             yield from _emit_block(buffer[:end], find_hits, report, first)
+            report._block_at += end
             first = False
         carry = buffer[end:]
         if len(carry) > MAX_LINE_BYTES:
@@ -133,6 +142,7 @@ def _emit_block(
         counted_to = start
         end = block.find(b"\n", start)
         last_start = start
+        report.at = report._block_at + start
         yield number, decode(block[start:end])
     report.lines += block.count(b"\n")
 

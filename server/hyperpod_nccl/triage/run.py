@@ -38,11 +38,11 @@ def describe_run(job: JobSummary, incident: Incident, failed: bool, final: Event
     return job
 
 
-def log_line(event: Event, incident: Incident) -> LogLine:
+def log_line(event: Event, incident: Incident, chars: int = 200) -> LogLine:
     return LogLine(
         source=event.source,
         line=event.line,
-        text=clip(event.text.strip(), 240),
+        text=clip(event.text.strip(), chars),
         time=incident.clock.iso(incident.at(event)),
     )
 

@@ -59,12 +59,8 @@ class Clock:
         return f"{moment:%Y-%m-%dT%H:%M:%S}{'Z' if self.utc else ''}" if moment else None
 
     def notes(self) -> list[str]:
-        notes = [
-            "Log times are in UTC (kubectl --timestamps)."
-            if self.utc
-            else "Log times carry no time zone: they are printed as written (the nodes' local time, zone "
-            "unknown), never converted to UTC."
-        ]
+        """How times were read (the zone itself is the job's `time_zone`)."""
+        notes = []
         if self.yearless_seen and self.year is not None:
             notes.append(
                 f"Year {self.year} inferred for year-less stamps (PyTorch ≥ 2.4 `E0626 06:24:44`, torchrun, "
