@@ -141,10 +141,13 @@ def line_kind(report_kind: str, source: str, text: str) -> str:
 
 
 def finding_inputs(report_kind: str, finding: Finding) -> set[str]:
-    """The kinds of input a finding's evidence came from."""
+    """The kinds of input a finding's evidence came from. A finding that merged other sources'
+    reports of the same event (`also_reported_as`) is confirmed by the input that names it, its
+    first line (the kernel's OOM kill, not the launcher's SIGKILL that followed)."""
     if finding.id.startswith("triage.storage.ais"):
         return {STORAGE_LOGS}
-    return {line_kind(report_kind, item.source, item.text) for item in finding.evidence}
+    evidence = finding.evidence[:1] if finding.also_reported_as else finding.evidence
+    return {line_kind(report_kind, item.source, item.text) for item in evidence}
 
 
 def _times(report: Report) -> list[datetime]:

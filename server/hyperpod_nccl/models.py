@@ -67,6 +67,9 @@ class BlastRadius(StrEnum):
     REPLACES_NODE = "replaces a node and destroys its volumes"
 
 
+# Fields added after v1 that are printed only when they say something (`exclude_if=_empty`): a
+# reader that knows them gets their default back, one that does not never sees them, and a
+# 1,024-rank report stays in its size budget.
 def _empty(value: object) -> bool:
     return not value
 
@@ -115,6 +118,21 @@ class Finding(_Model):
     pods: list[ShortText] = Field(default_factory=list)
     evidence: list[Evidence] = Field(default_factory=list)
     suggested_commands: list[SuggestedCommand] = Field(default_factory=list)
+    no_command_reason: ShortText | None = Field(
+        default=None,
+        description="Why no command applies, on a FAIL/WARN whose `suggested_commands` is empty.",
+        exclude_if=_empty,
+    )
+    consequence_of: str | None = Field(
+        default=None,
+        description="Id of the root-cause finding this one follows from: demoted, not a separate cause.",
+        exclude_if=_empty,
+    )
+    also_reported_as: list[str] = Field(
+        default_factory=list,
+        description="Ids of findings merged into this one: the same event as other sources report it.",
+        exclude_if=_empty,
+    )
 
     @model_validator(mode="after")
     def _issues_carry_priority_and_reference(self) -> Self:
@@ -154,10 +172,16 @@ class RootCause(_Model):
         exclude_if=_empty,
         description="`namespace/pod` of the culprit ranks (cluster diagnostic).",
     )
+    finding: str | None = Field(
+        default=None, description="Id of the finding that is the root cause: the first one listed."
+    )
 
 
 class TimelineEvent(_Model):
-    time: str | None = Field(description="ISO 8601 UTC, or null when the source carries no usable time.")
+    time: str | None = Field(
+        description="ISO 8601; ends in `Z` only when the source says the time is UTC (a zone-less log "
+        "time is printed as written: see the job's `time_zone`); null when the source carries no usable time."
+    )
     source: ShortText = Field(description="`file:line` or the API the event came from.")
     event: Text
     rank: int | None = None
@@ -217,6 +241,74 @@ class VersionGroup(_Model):
     aws_ofi_nccl: str | None = None
 
 
+class LogLine(_Model):
+    """One line quoted from a log, with where it is and when it was written."""
+
+    source: ShortText
+    line: PositiveInt | None = None
+    text: Text
+    time: str | None = Field(default=None, description="As written in the line (see the job's `time_zone`).")
+
+
+class RankLine(_Model):
+    """One line of a rank's own log (the file is its activity's `source`)."""
+
+    line: PositiveInt
+    text: Text
+    time: str | None = Field(default=None, description="As written in the line (see the job's `time_zone`).")
+
+
+class RankActivity(_Model):
+    """What one rank was doing before the failure: a culprit, or one waiting rank to compare it with."""
+
+    rank: int
+    node: ShortText | None = None
+    role: Literal["culprit", "waiting"]
+    source: ShortText = Field(description="The log file the lines below come from.")
+    until: ShortText = Field(description="The line the look-back stops at (`line`, what it is).")
+    last_progress: RankLine | None = Field(
+        default=None, description="Its last training step or progress line before `until`."
+    )
+    before: list[RankLine] = Field(
+        default_factory=list, description="The last few other non-NCCL lines it wrote before `until`."
+    )
+    note: ShortText | None = Field(
+        default=None, description="Why nothing (or less) could be shown.", exclude_if=_empty
+    )
+
+
+class TransportGroup(_Model):
+    """Nodes whose NCCL selected the same network transport and NIC count."""
+
+    transport: ShortText = Field(description="EFA (aws-ofi-nccl), IB, Socket (TCP), libfabric tcp, ….")
+    nics: int | None = Field(default=None, description="NICs NCCL found or used, when a line says so.")
+    node_count: NonNegativeInt
+    nodes: list[ShortText] = Field(
+        default_factory=list, description="Named when few; empty for a large group."
+    )
+    evidence: LogLine
+
+
+class RankSpan(_Model):
+    """Ranks whose logs start and end within the same minutes."""
+
+    ranks: str = Field(description="Global ranks as ranges, e.g. `0-42,44-63`.")
+    count: NonNegativeInt
+    first: str | None = Field(description="Earliest time a line of these ranks carries.")
+    last: str | None = Field(description="Latest time a line of these ranks carries.")
+
+
+class ResumeState(_Model):
+    resumed: Literal["yes", "no", "not detected"]
+    evidence: LogLine | None = None
+
+
+class RunOutcome(_Model):
+    outcome: Literal["completed", "crashed", "still running or cut short", "unknown"]
+    why: ShortText
+    evidence: LogLine | None = None
+
+
 class JobSummary(_Model):
     """What the logs say about the job itself."""
 
@@ -231,6 +323,19 @@ class JobSummary(_Model):
     resumed_from_checkpoint: bool | None = None
     versions: list[VersionGroup] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list, description="How times and identities were inferred.")
+    job_id: ShortText | None = Field(default=None, description="Slurm job id, when a file name or line says.")
+    time_zone: ShortText = Field(
+        default="local, zone unknown",
+        description="The zone of the times in this report: `UTC` only when the logs say so.",
+    )
+    outcome: RunOutcome | None = None
+    resume: ResumeState | None = None
+    rank_times: list[RankSpan] = Field(
+        default_factory=list, description="First and last time each rank's lines carry, grouped by minute."
+    )
+    transports: list[TransportGroup] = Field(
+        default_factory=list, description="The network transport each node's NCCL selected, grouped."
+    )
 
 
 class Summary(_Model):
@@ -266,6 +371,10 @@ class Report(_Model):
         default_factory=list,
         description="What the size budget left out, list by list, e.g. `timeline: +8 more`.",
     )
+    activity: list[RankActivity] = Field(
+        default_factory=list,
+        description="What each culprit rank, and one waiting rank, wrote before the failure (triage).",
+    )
 
     @classmethod
     def build(
@@ -275,10 +384,12 @@ class Report(_Model):
         *,
         files_read: int = 0,
         ranks_seen: int = 0,
+        lead: str | None = None,
         **fields: object,
     ) -> Report:
-        """Assemble a report whose summary is derived from its findings, never set by hand."""
-        ordered = sorted(findings, key=finding_sort_key)
+        """Assemble a report whose summary is derived from its findings, never set by hand. `lead`
+        names the root cause's own finding, which comes first: the cause before its symptoms."""
+        ordered = sorted(findings, key=lambda f: (f.id != lead, *finding_sort_key(f)))
         issues = [f for f in ordered if f.is_issue]
         summary = Summary(
             issues_found=len(issues),

@@ -236,7 +236,8 @@ def render_text(report: Report, *, color: bool = False) -> str:
         lines += [f"  {step}" for step in cause.chain]
         lines += [f"  ruled out: {item}" for item in cause.ruled_out]
     if report.timeline:
-        lines += ["", "Timeline (UTC):"]
+        zone = report.job.time_zone if report.kind == "triage" and report.job else "UTC"
+        lines += ["", f"Timeline ({zone}):"]
         lines += [_timeline_line(event) for event in report.timeline]
     if report.skipped:
         lines += ["", "Skipped inputs:"]

@@ -21,6 +21,7 @@ from hyperpod_nccl.metrics.window import Window, parse_time
 from hyperpod_nccl.models import Finding, Report
 from tests.metrics import dcgmgen
 from tests.metrics.realprom import LocalPrometheus
+from tests.next_steps.check import next_step_problems
 
 pytestmark = pytest.mark.prometheus
 
@@ -176,3 +177,7 @@ def test_node_matchers_match_names_with_dots_and_colons_literally(prometheus: Lo
         )
     assert exact[0]["value"][1] == "8"
     assert loose == []
+
+
+def test_every_issue_says_what_to_run_next(report: Report) -> None:
+    assert next_step_problems(report) == []

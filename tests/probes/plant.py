@@ -10,6 +10,7 @@ from hyperpod_nccl.models import Finding, Report
 from hyperpod_nccl.probes.runners.base import NodeTarget, ProbeResult
 from hyperpod_nccl.probes.service import probe_report
 from hyperpod_nccl.snapshot.probes import ProbeSnapshot
+from tests.next_steps.check import next_step_problems
 
 RECORDED = Path(__file__).parent / "recorded"
 HEALTHY_ID = "i-0a1b2c3d4e5f60718"
@@ -70,7 +71,10 @@ def report(*results: ProbeResult, orchestrator: str = "eks") -> Report:
         sampling="test",
         results=list(results),
     )
-    return probe_report(probes)
+    built = probe_report(probes)
+    problems = next_step_problems(built)
+    assert problems == [], f"every FAIL/WARN says what to run next (issue 14): {problems}"
+    return built
 
 
 def finding(report: Report, finding_id: str) -> Finding:

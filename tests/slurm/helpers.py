@@ -13,6 +13,7 @@ from hyperpod_nccl.probes.runners.base import NodeTarget
 from hyperpod_nccl.probes.runners.replay import ReplayRunner
 from hyperpod_nccl.slurm.service import slurm_report
 from hyperpod_nccl.snapshot import Snapshot
+from tests.next_steps.check import next_step_problems
 
 RECORDED = Path(__file__).parent / "recorded"
 
@@ -29,7 +30,10 @@ def recorded_snapshot(name: str, job_id: str | None = None) -> Snapshot:
 
 
 def recorded_report(name: str, job_id: str | None = None) -> Report:
-    return slurm_report(recorded_snapshot(name, job_id))
+    report = slurm_report(recorded_snapshot(name, job_id))
+    problems = next_step_problems(report)
+    assert problems == [], f"every FAIL/WARN says what to run next (issue 14): {problems}"
+    return report
 
 
 def findings(report: Report, finding_id: str) -> list[Finding]:

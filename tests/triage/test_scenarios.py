@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from hyperpod_nccl.models import Category, Priority, Report, Status
+from tests.next_steps.check import next_step_problems
 from tests.triage import scenarios
 from tests.triage.formats import TorchWording
 from tests.triage.loggen import Layout, Planted
@@ -101,6 +102,18 @@ def assert_collective_dated(report: Report, planted: Planted) -> None:
     )
 
 
+def assert_acts(report: Report, planted: Planted) -> None:
+    """What an assistant acts on: the cause first, no event counted twice, and for every FAIL or
+    WARN a command to run (from its section, with the values the logs hold) or why there is none."""
+    story = f"{planted.name}: {planted.story}\nengine: {describe(report)}"
+    cause = report.root_cause
+    assert cause is not None and report.findings[0].id == cause.finding, story
+    assert report.findings[0].priority == Priority.P0, story
+    merged = [i for f in report.findings for i in f.also_reported_as]
+    assert not set(merged) & {f.id for f in report.findings}, story
+    assert next_step_problems(report) == [], story
+
+
 def assert_diagnosed(report: Report, planted: Planted) -> None:
     cause = report.root_cause
     story = f"{planted.name}: {planted.story}\nengine: {describe(report)}"
@@ -165,7 +178,9 @@ def test_incident_gets_its_category_culprit_and_decisive_evidence(
     corpus: dict[str, Planted], name: str
 ) -> None:
     planted = corpus[name]
-    assert_diagnosed(triage_planted(planted), planted)
+    report = triage_planted(planted)
+    assert_diagnosed(report, planted)
+    assert_acts(report, planted)
 
 
 @pytest.mark.parametrize(
@@ -177,6 +192,7 @@ def test_incident_is_found_whatever_the_wording_layout_and_culprit(
     planted = make(tmp_path)
     report = triage_planted(planted)
     assert_diagnosed(report, planted)
+    assert_acts(report, planted)
     if planted.collective_issued_at and TorchWording(planted.torch).timestamped:
         assert_collective_dated(report, planted)
 

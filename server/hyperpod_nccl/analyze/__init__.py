@@ -43,6 +43,8 @@ from hyperpod_nccl.analyze.slurm_jobs import analyze_slurm_jobs
 from hyperpod_nccl.analyze.slurm_nodes import analyze_slurm_nodes
 from hyperpod_nccl.analyze.version_skew import analyze_version_skew
 from hyperpod_nccl.models import Finding, SkippedInput
+from hyperpod_nccl.next_steps import attach
+from hyperpod_nccl.next_steps.cluster import cluster_facts
 from hyperpod_nccl.snapshot import Snapshot
 
 Analyzer = Callable[[Snapshot], list[Finding]]
@@ -116,6 +118,7 @@ def run_each(analyzers: Sequence[Analyzer], snapshot: Snapshot) -> tuple[list[Fi
             reason = str(error).splitlines()[0][:200] if str(error) else ""
             why = f"could not read the snapshot ({type(error).__name__}: {reason}); its checks were skipped"
             unreadable.append(SkippedInput(source=f"analyzer {name}", reason=why))
+    attach(findings, cluster_facts(snapshot))  # what to run next, where an analyzer did not say
     return findings, unreadable
 
 

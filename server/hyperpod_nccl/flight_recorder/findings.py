@@ -13,8 +13,7 @@ from typing import Literal
 from hyperpod_nccl.flight_recorder.analyze import Analysis, Disagreement, Group, Issued, Kind, Sighting
 from hyperpod_nccl.flight_recorder.callsite import describe
 from hyperpod_nccl.flight_recorder.reader import Unreadable
-from hyperpod_nccl.guard.commands import placeholder, suggest
-from hyperpod_nccl.models import Category, Evidence, Finding, Priority, Status, SuggestedCommand
+from hyperpod_nccl.models import Category, Evidence, Finding, Priority, Status
 from hyperpod_nccl.rankset import compress
 
 MAX_LISTED_RANKS = 64
@@ -172,15 +171,6 @@ def _finding(d: Disagreement, finding_id: str, title: str, detail: str, referenc
         detail=detail,
         ranks=_listed(d.culprits),
         evidence=_sides(d),
-        suggested_commands=[_py_spy(d.culprits[0])] if d.kind == Kind.MISSING and d.culprits else [],
-    )
-
-
-def _py_spy(rank: int) -> SuggestedCommand:
-    return suggest(
-        "py-spy dump --pid",
-        placeholder(f"pid of rank {rank}"),
-        why="shows where that rank's Python is, if the job is still hung",
     )
 
 

@@ -161,6 +161,25 @@ QueryText = _identifier(
     r"[^\x00-\x1f\x7f]{1,4000}", "query text", "up", "query", "A PromQL query or URL query string."
 )
 GpuIndex = _identifier(r"\d{1,3}", "GPU index", "0", "gpu", "GPU index as nvidia-smi numbers it.")
+ProcessId = _identifier(r"[1-9]\d{0,9}", "process id", "41213", "pid", "A process id on a node.")
+TcpPort = _identifier(r"[1-9]\d{0,4}", "TCP port", "29500", "port", "TCP port number, e.g. MASTER_PORT.")
+HostAddress = _identifier(
+    r"[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252}[A-Za-z0-9])?",
+    "host name or IPv4 address",
+    "ip-10-1-0-10",
+    "host",
+    "A host name or IPv4 address, e.g. MASTER_ADDR.",
+)
+# A log file as the triage names it: relative to the folder the user gave, never an option or a
+# way out of that folder, so the user runs the command from there.
+LogFileName = _identifier(
+    r"(?!-)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.+@%=,:/-]{1,512}",
+    "log file name",
+    "slurm-1234.out",
+    "log-file",
+    "A log file, relative to the folder the triage read.",
+)
+LineNumber = _identifier(r"[1-9]\d{0,9}", "line number", "4521", "line", "A 1-based line number.")
 BundleFileName = _identifier(
     r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.(tar\.gz|tgz)",
     "bundle file name",

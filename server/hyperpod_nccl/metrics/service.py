@@ -124,8 +124,11 @@ def metrics_snapshot(options: MetricsOptions, window: Window, **kwargs: Any) -> 
 def metrics_report(snapshot: Snapshot) -> Report:
     """The GPU metric checks alone, with what could not be collected."""
     from hyperpod_nccl.diagnose.cause import diagnose_root_cause
+    from hyperpod_nccl.next_steps import attach
+    from hyperpod_nccl.next_steps.cluster import cluster_facts
 
     findings = [f for analyzer in (*METRICS_ANALYZERS, analyze_collection) for f in analyzer(snapshot)]
+    attach(findings, cluster_facts(snapshot))
     skipped = [
         SkippedInput(source=i.source, reason=f"{i.kind}: {i.message}") for i in snapshot.collection_issues
     ]

@@ -2,8 +2,9 @@
 (`render_json`, what the CLI's `--json` and the MCP tool print), at 1,024 ranks too.
 
 Reductions are applied in order of least information lost until the report fits: suggested
-commands of secondary findings, long timelines, long evidence texts, evidence lines beyond four,
-informational findings, then every evidence line but the first. The root cause and every
+commands of secondary findings beyond their first, long timelines, the culprits' activity beyond
+one line each, long evidence texts, evidence lines beyond four, informational findings, the
+consequences' detail, then every evidence line but the first. The root cause and every
 FAIL/WARN finding always survive, and the root cause's own finding keeps its evidence longest.
 Every list cut short says how many items it lost (`Report.omitted`, `timeline: +8 more`); texts
 are cut between words, never inside a number.
@@ -20,6 +21,8 @@ from hyperpod_nccl.render import render_json, shorten
 BUDGET_BYTES = 8_000
 _SHORT_TEXT = 200
 _SHORT_DETAIL = 160
+_SHORT_LINE = 120
+_BARE_LINE = 80
 
 Item = TypeVar("Item")
 
@@ -45,8 +48,12 @@ class _Trim:
         self.lengths[what] = (self.lengths.get(what, (before, 0))[0], kept)
 
     def note_omissions(self) -> None:
+        """Every cut list, except the parts of findings that were dropped whole (counted once)."""
+        present = {finding.id for finding in self.report.findings}
         self.report.omitted = [
-            f"{what}: +{before - kept} more" for what, (before, kept) in self.lengths.items()
+            f"{what}: +{before - kept} more"
+            for what, (before, kept) in self.lengths.items()
+            if "." not in (owner := what.split(" ", 1)[0]) or owner in present
         ]
 
 
@@ -58,10 +65,12 @@ def size_of(report: Report) -> int:
     return len(render_json(report).encode())
 
 
-def _drop_secondary_commands(trim: _Trim) -> None:
+def _first_command_only(trim: _Trim) -> None:
+    """Secondary findings keep their first command (the read-only confirmation): every FAIL and
+    WARN still says what to run next."""
     for finding in trim.others():
         finding.suggested_commands = trim.keep(
-            f"{finding.id} suggested_commands", finding.suggested_commands, 0
+            f"{finding.id} suggested_commands", finding.suggested_commands, 1
         )
 
 
@@ -96,6 +105,38 @@ def _short_texts(trim: _Trim) -> None:
             item.text = shorten(item.text, _SHORT_TEXT)
 
 
+def _short_activity(trim: _Trim) -> None:
+    """What the culprits were doing: the first culprit and the waiting rank, one other line each,
+    shorter; the progress line stays."""
+    report = trim.report
+    culprits = [a for a in report.activity if a.role == "culprit"]
+    if len(culprits) > 1:
+        trim.record("activity culprits", len(culprits), 1)
+        report.activity = [a for a in report.activity if a.role != "culprit" or a is culprits[0]]
+    for activity in report.activity:
+        activity.before = trim.keep(f"activity rank {activity.rank} before", activity.before, 1)
+        for line in [activity.last_progress, *activity.before]:
+            if line is not None:
+                line.text = shorten(line.text, _SHORT_LINE)
+    job = trim.report.job
+    if job is not None:
+        for quoted in [
+            job.outcome.evidence if job.outcome else None,
+            job.resume.evidence if job.resume else None,
+            *(group.evidence for group in job.transports),
+        ]:
+            if quoted is not None:
+                quoted.text = shorten(quoted.text, _SHORT_LINE)
+
+
+def _trim_consequences(trim: _Trim) -> None:
+    """Consequences of the root cause keep their first evidence line and first sentence."""
+    for finding in trim.others():
+        if finding.consequence_of:
+            finding.evidence = trim.keep(f"{finding.id} evidence", finding.evidence, 1)
+            finding.detail = shorten(finding.detail.split(". ", 1)[0], _SHORT_DETAIL)
+
+
 def _trim_job(trim: _Trim) -> None:
     report = trim.report
     job = report.job
@@ -105,6 +146,50 @@ def _trim_job(trim: _Trim) -> None:
         job.rank_map_note = f"{job.nodes - 4} more nodes not listed" + (f"; {layout}" if layout else ".")
     report.skipped = trim.keep("skipped", report.skipped, 10)
     report.rank_states = trim.keep("rank_states", report.rank_states, 8)
+    if job:
+        job.rank_times = trim.keep("job rank_times", job.rank_times, 3)
+        job.transports = trim.keep("job transports", job.transports, 3)
+    for activity in report.activity:
+        activity.before = trim.keep(f"activity rank {activity.rank} before", activity.before, 0)
+
+
+def _drop_noise(trim: _Trim) -> None:
+    """Noise said to be noise goes last: the root cause's `ruled_out` still says it."""
+    report = trim.report
+    kept = [f for f in report.findings if not (f.status == Status.INFO and f.id.startswith("triage.noise"))]
+    if len(kept) < len(report.findings):
+        trim.record("INFO findings", len(report.findings) - len(kept), 0)
+        report.findings = kept
+
+
+def _trim_cause(trim: _Trim) -> None:
+    cause = trim.report.root_cause
+    if cause is not None:
+        cause.ruled_out = trim.keep("root_cause ruled_out", cause.ruled_out, 3)
+        cause.chain = [shorten(step, _SHORT_TEXT) for step in cause.chain]
+
+
+def _bare(trim: _Trim) -> None:
+    """Last resort: the culprit's activity without the waiting rank's, one span of times, the
+    consequences without their own evidence."""
+    report = trim.report
+    waiting = [a for a in report.activity if a.role == "waiting"]
+    if waiting:
+        trim.record("activity waiting", len(waiting), 0)
+        report.activity = [a for a in report.activity if a.role != "waiting"]
+    if report.job:
+        report.job.rank_times = trim.keep("job rank_times", report.job.rank_times, 1)
+        report.job.notes = trim.keep("job notes", report.job.notes, 0)
+    for finding in report.findings:
+        if finding.consequence_of:  # what it followed from is quoted by the root cause's finding
+            finding.evidence = trim.keep(f"{finding.id} evidence", finding.evidence, 0)
+        for item in finding.evidence:
+            item.text = shorten(item.text, _SHORT_LINE)
+    job = report.job
+    quoted = [g.evidence for g in job.transports] if job else []
+    quoted += [job.outcome.evidence] if job and job.outcome and job.outcome.evidence else []
+    for line in quoted:
+        line.text = shorten(line.text, _BARE_LINE)
 
 
 def _minimal(trim: _Trim) -> None:
@@ -114,17 +199,29 @@ def _minimal(trim: _Trim) -> None:
         finding.ranks = trim.keep(f"{finding.id} ranks", finding.ranks, 16)
         finding.nodes = trim.keep(f"{finding.id} nodes", finding.nodes, 4)
         finding.detail = shorten(finding.detail, _SHORT_DETAIL)
+        finding.suggested_commands = trim.keep(
+            f"{finding.id} suggested_commands", finding.suggested_commands, 2
+        )
+        if finding.id == trim.protected:
+            finding.evidence = trim.keep(f"{finding.id} evidence", finding.evidence, 4)
+        for item in finding.evidence:
+            item.text = shorten(item.text, _SHORT_TEXT)
 
 
 REDUCTIONS: tuple[Reduction, ...] = (
-    _drop_secondary_commands,
+    _first_command_only,
     _shorten_timeline,
+    _short_activity,
     _short_texts,
     _evidence_lines(4),
     _drop_info_findings,
+    _trim_consequences,
     _evidence_lines(1),
     _trim_job,
+    _drop_noise,
+    _trim_cause,
     _minimal,
+    _bare,
 )
 
 

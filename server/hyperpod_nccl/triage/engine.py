@@ -19,9 +19,13 @@ from pathlib import Path
 
 from hyperpod_nccl.flight_recorder.join import dump_evidence, split_inputs
 from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput
+from hyperpod_nccl.next_steps import attach
+from hyperpod_nccl.triage.activity import WindowReader, rank_activity
 from hyperpod_nccl.triage.budget import fit_to_budget
+from hyperpod_nccl.triage.causality import order_by_cause
 from hyperpod_nccl.triage.discover import InputFile, discover
 from hyperpod_nccl.triage.events import Event, FileScan
+from hyperpod_nccl.triage.facts import finding_facts, job_facts
 from hyperpod_nccl.triage.findings import decisive, evidence, rank_state_groups
 from hyperpod_nccl.triage.model import EvidenceSource, Incident, build_incident
 from hyperpod_nccl.triage.root_cause import (
@@ -33,9 +37,11 @@ from hyperpod_nccl.triage.root_cause import (
     root_cause,
 )
 from hyperpod_nccl.triage.rules import run_rules
-from hyperpod_nccl.triage.scanner import scan_input
+from hyperpod_nccl.triage.run import describe_run
+from hyperpod_nccl.triage.scanner import read_before, scan_input
 from hyperpod_nccl.triage.summary import job_summary
 from hyperpod_nccl.triage.timeline import Clock, build_timeline, collective_start
+from hyperpod_nccl.triage.transports import node_transports
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
 MAX_WORKERS = 4
@@ -57,7 +63,19 @@ def run_triage(
     found = discover(log_paths, storage_paths, follow_links=follow_links, boundaries=boundaries)
     logs, dumps = split_inputs(found.files)
     scans = scan_all(logs)
-    return analyse(scans, found.skipped, [evidence for evidence in [dump_evidence(dumps)] if evidence])
+    sources = [evidence for evidence in [dump_evidence(dumps)] if evidence]
+    return analyse(scans, found.skipped, sources, reader=window_reader(logs))
+
+
+def window_reader(files: list[InputFile]) -> WindowReader:
+    """Re-reads a few lines before a quoted one (what a culprit wrote before it failed)."""
+    by_source = {item.source: item for item in files}
+
+    def read(source: str, offset: int, size: int) -> bytes | None:
+        item = by_source.get(source)
+        return read_before(item, offset, size) if item else None
+
+    return read
 
 
 def nothing_read(report: Report) -> str | None:
@@ -92,29 +110,46 @@ def _worker_count(files: list[InputFile]) -> int:
 
 
 def analyse(
-    scans: list[FileScan], skipped: list[SkippedInput], sources: Sequence[EvidenceSource] = ()
+    scans: list[FileScan],
+    skipped: list[SkippedInput],
+    sources: Sequence[EvidenceSource] = (),
+    *,
+    reader: WindowReader | None = None,
 ) -> Report:
-    """The incident model, built once; every rule over it; the origin among their candidates."""
+    """The incident model, built once; every rule over it; the origin among their candidates.
+    `reader` re-reads the few lines before a culprit's first abnormal one (what it was doing)."""
     incident = build_incident(scans, skipped, sources)
     outcome = run_rules(incident)
-    cause, origin = _root_cause(outcome.candidates, incident, _context(incident))
+    context = _context(incident)
+    cause, origin = _root_cause(outcome.candidates, incident, context)
     if origin is not None and origin.finding_id in incident.groups:
         _widen_evidence(
             outcome.findings, incident.groups[origin.finding_id].events, origin.finding_id, incident
         )
     culprits = cause.culprit_ranks if cause else incident.verdict.culprits
+    root_id = origin.finding_id if origin else None
+    if cause is not None:
+        cause.finding = root_id
+    findings = order_by_cause(outcome.findings, origin, incident)
+    job = job_facts(incident)
+    attach(findings, lambda finding: finding_facts(finding, job, incident))
     report = Report.build(
         "triage",
-        outcome.findings,
+        findings,
+        lead=root_id,
         files_read=incident.reading.files_read,
         ranks_seen=len(incident.ranks_seen),
         root_cause=cause,
         timeline=build_timeline(incident, culprits),
         skipped=incident.reading.skipped,
-        job=job_summary(incident),  # after the timeline: the clock's notes say what was dated
+        # after the timeline: the clock's notes say what was dated
+        job=describe_run(job_summary(incident, job.job_id), incident, cause is not None, context.final),
         rank_states=rank_state_groups(incident),
+        activity=rank_activity(incident, culprits, reader),
     )
-    return fit_to_budget(report, protected=origin.finding_id if origin else None)
+    if report.job is not None:
+        report.job.transports = node_transports(incident)
+    return fit_to_budget(report, protected=root_id)
 
 
 def _context(incident: Incident) -> Context:

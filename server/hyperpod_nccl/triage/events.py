@@ -22,6 +22,7 @@ class Event:
     stamp: str | None = None
     fields: dict[str, str] = field(default_factory=dict)
     count: int = 1
+    offset: int = -1  # byte offset of the line in its (decompressed) file; -1 when not known
 
 
 @dataclass(slots=True)
@@ -39,6 +40,10 @@ class FileScan:
     ranks: set[int] = field(default_factory=set)
     dated_years: dict[int, int] = field(default_factory=dict)
     first_dated: str | None = None  # earliest full `YYYY-MM-DDTHH:MM:SS` stamp read
+    first_stamp: str | None = None  # the first time a line carries, in file order (year or not)
+    last_stamp: str | None = None  # the last time a line carries, the file's tail included
+    utc_stamps: int = 0  # times whose format says they are UTC (`kubectl logs --timestamps`)
+    zoneless_stamps: int = 0  # times that carry no zone
     frameworks: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
     damage: str | None = None  # why the file was not read to its end (binary, cut short, read error)

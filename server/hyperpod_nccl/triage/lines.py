@@ -8,6 +8,10 @@ yielded, with their 1-based numbers. A line longer than `MAX_LINE_BYTES` keeps i
 A file that starts as binary (a core dump, an archive) is not a log. Runs of NUL bytes inside a
 text log (a crashed node's hole in its file) are skipped and counted; the lines around them are
 read, with their numbers unchanged.
+
+While a line is yielded, `ReadReport.at` holds the byte offset where it starts in the (decompressed)
+stream, so a rule can later look at the few lines before it without reading the file again
+(exact in an undamaged file; a skipped NUL run shifts the offsets after it).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import BinaryIO
 CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 64 * 1024
 HEAD_LINES = 40  # every file's first lines are always yielded: banners name the framework and versions
+TAIL_LINES = 16  # every file's last lines are kept aside: when the log ends, and how
 _MAX_TRUNCATIONS_LISTED = 5
 
 HitFinder = Callable[[bytes], list[int]]
@@ -38,6 +43,10 @@ class ReadReport:
     truncated: list[tuple[int, int]] = field(default_factory=list)  # (line number, bytes dropped)
     nul_bytes: int = 0  # NUL bytes skipped inside the text
     first_nul_line: int | None = None
+    tail: list[tuple[int, str]] = field(default_factory=list)  # the file's last lines, numbered
+    at: int = 0  # byte offset of the line being yielded
+    _block_at: int = 0  # byte offset of the block being emitted
+    _last_block: tuple[int, bytes] = (1, b"")
 
 
 _CONTROL_SHARE = 0.01  # control bytes (other than tab, newlines and ANSI escapes) text never has
@@ -69,6 +78,7 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
     carry = b""
     dropping = 0  # > 0 while skipping the unread tail of an overlong line
     first = True
+    report._block_at = 0  # where `carry` starts in the stream
     while chunk := stream.read(CHUNK_BYTES):
         if first and looks_binary(chunk[:_BINARY_SAMPLE]):
             raise BinaryInput("binary file (NUL bytes), not a text log")
@@ -81,12 +91,14 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
                 continue
             dropping += newline
             yield from _emit_block(carry + b"\n", find_hits, report, first, truncated_by=dropping)
+            report._block_at += len(carry) + dropping + 1
             carry, dropping, first = b"", 0, False
             chunk = chunk[newline + 1 :]
         buffer = carry + chunk
         end = buffer.rfind(b"\n") + 1
         if end:
             yield from _emit_block(buffer[:end], find_hits, report, first)
+            report._block_at += end
             first = False
         carry = buffer[end:]
         if len(carry) > MAX_LINE_BYTES:
@@ -94,6 +106,14 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
             carry = carry[:MAX_LINE_BYTES]
     if carry:
         yield from _emit_block(carry + b"\n", find_hits, report, first, truncated_by=dropping)
+    report.tail = _tail(*report._last_block)
+
+
+def _tail(base: int, block: bytes) -> list[tuple[int, str]]:
+    """The last lines of the last block read, with their numbers: the end of the file."""
+    lines = block.split(b"\n")[:-1][-TAIL_LINES:]
+    first = base + block.count(b"\n") - len(lines)
+    return [(first + offset, decode(line)) for offset, line in enumerate(lines)]
 
 
 def _skip_nuls(chunk: bytes, carry: bytes, report: ReadReport) -> bytes:
@@ -108,6 +128,7 @@ def _emit_block(
     block: bytes, find_hits: HitFinder, report: ReadReport, is_head: bool, truncated_by: int = 0
 ) -> Iterator[tuple[int, str]]:
     base = report.lines + 1
+    report._last_block = (base, block)
     if truncated_by and len(report.truncated) < _MAX_TRUNCATIONS_LISTED:
         report.truncated.append((base, truncated_by))
     starts = _head_starts(block) if is_head else []
@@ -121,6 +142,7 @@ def _emit_block(
         counted_to = start
         end = block.find(b"\n", start)
         last_start = start
+        report.at = report._block_at + start
         yield number, decode(block[start:end])
     report.lines += block.count(b"\n")
 

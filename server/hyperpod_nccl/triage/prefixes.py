@@ -11,6 +11,9 @@ returned as `YYYY-MM-DDTHH:MM:SS`, with year `0000` when the format carries none
 srun `--label` numbers tasks. A task is a global rank only when srun starts one task per rank;
 under torchrun (`[default3]:` inside the label) a task is a launcher, one per node, and the
 rank comes from the `[rankN]:` prefix or from the local rank on that launcher.
+
+Only `kubectl logs --timestamps` says its zone (UTC): its stamps end in `Z`; every other format
+carries local time with no zone.
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ def _strip_launchers(text: str, found: Stripped) -> str:
         if text.endswith("|"):  # the table row's closing border
             text = text[:-1].rstrip()
     if match := _KUBECTL_TIME.match(text):
-        found.stamp = f"{match.group(1)}T{match.group(2)}"
+        found.stamp = f"{match.group(1)}T{match.group(2)}Z"  # RFC 3339 in UTC: the one zoned format
         text = text[match.end() :]
     for simple in (_KUBECTL_POD, _RAY):
         if match := simple.match(text):

@@ -141,7 +141,7 @@ def _chain(top: Candidate, context: Context) -> list[str]:
     if context.collective and verdict.waiting:
         chain.append(
             f"→ {len(verdict.waiting)} ranks waited inside {context.collective}"
-            f"{' issued ≈' + context.started.strftime('%H:%M:%S') if context.started else ''}"
+            f"{' issued ≈' + context.started.strftime('%H:%M:%S') + ' (derived)' if context.started else ''}"
             f" for the {verdict.timeout_ms or '?'} ms timeout"
         )
     if context.fired:

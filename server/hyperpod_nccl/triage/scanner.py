@@ -31,6 +31,7 @@ from hyperpod_nccl.triage.patterns import (
 )
 from hyperpod_nccl.triage.prefilter import build_hit_finder
 from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, message_rank, strip
+from hyperpod_nccl.triage.run_facts import RUN_FACTS
 
 MAX_EVENTS_PER_FILE = 40_000
 MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
@@ -40,7 +41,7 @@ _KEEP_LATEST = frozenset({"work_update", "progress"})
 
 @cache
 def _log_finder() -> HitFinder:
-    return build_hit_finder(anchors_of(EVENT_PATTERNS + FACT_PATTERNS))
+    return build_hit_finder(anchors_of(EVENT_PATTERNS + FACT_PATTERNS + RUN_FACTS))
 
 
 @cache
@@ -55,7 +56,7 @@ def _event_dispatcher() -> Dispatcher:
 
 @cache
 def _fact_dispatcher() -> Dispatcher:
-    return Dispatcher(FACT_PATTERNS)
+    return Dispatcher(FACT_PATTERNS + RUN_FACTS)
 
 
 @cache
@@ -136,6 +137,29 @@ class _GzipStream:
             self._error = error
 
 
+MAX_GZIP_SKIP = 1 << 30  # decompressing further to re-read a few lines costs more than it tells
+
+
+def read_before(item: InputFile, offset: int, size: int) -> bytes | None:
+    """The `size` bytes before `offset` in a file (decompressed), or None when they cannot be read."""
+    if item.archive:
+        return None
+    start = max(0, offset - size)
+    try:
+        with _open(item) as stream:
+            if isinstance(stream, _GzipStream):
+                if start > MAX_GZIP_SKIP:
+                    return None
+                for _ in range(start // _GzipStream._RAW_CHUNK):
+                    stream.read(_GzipStream._RAW_CHUNK)
+                stream.read(start % _GzipStream._RAW_CHUNK)
+            else:
+                stream.seek(start)
+            return stream.read(offset - start)
+    except (OSError, EOFError, zlib.error):
+        return None
+
+
 def _scan_archive(item: InputFile, scan: FileScan) -> None:
     with tarfile.open(item.path, mode="r|*") as archive:
         for member in archive:
@@ -161,6 +185,7 @@ class _FileState:
         # Ranks taken from srun/mpirun labels, kept aside until the file shows whether labels are ranks.
         self.label_identity: set[tuple[int, str | None, int | None]] = set()
         self.labels_are_launchers = False
+        self.offset = -1  # of the line being read
 
 
 def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
@@ -170,12 +195,15 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
     dispatcher = _storage_dispatcher() if scan.storage else _event_dispatcher()
     try:
         for number, text in select_lines(stream, finder, report):
+            state.offset = report.at
             try:
                 _take_line(state, dispatcher, number, text)
             except ValueError as error:  # a line that fits a pattern's shape but not its meaning
                 if len(scan.problems) < _MAX_PROBLEMS_PER_FILE:
                     scan.problems.append(f"{source}:{number}: line not understood ({error}); read past it")
     finally:
+        for _, text in report.tail:  # when the log ends: its last stamped line
+            _note_stamp(scan, strip(text))
         scan.lines_read += report.lines
         for line, dropped in report.truncated:
             scan.problems.append(f"{source}:{line}: line truncated, {dropped} bytes past 64 KiB not read")
@@ -251,6 +279,13 @@ def _note_identity(state: _FileState, stripped: Stripped) -> None:
 
 
 def _note_stamp(scan: FileScan, stripped: Stripped) -> None:
+    if stripped.stamp:
+        scan.first_stamp = scan.first_stamp or stripped.stamp
+        scan.last_stamp = stripped.stamp
+        if stripped.stamp.endswith("Z"):
+            scan.utc_stamps += 1
+        else:
+            scan.zoneless_stamps += 1
     if stripped.stamp and not stripped.stamp.startswith(UNKNOWN_YEAR):
         year = int(stripped.stamp[:4])
         scan.dated_years[year] = scan.dated_years.get(year, 0) + 1
@@ -282,6 +317,7 @@ def _record(
         node=stripped.host or _short_host(fields.get("host")),
         stamp=_stamp(stripped, fields),
         fields=fields,
+        offset=state.offset if state.source == state.scan.source else -1,  # archive members: no re-read
     )
     if stripped.local_rank is not None:
         event.fields["local_rank"] = str(stripped.local_rank)
@@ -321,11 +357,12 @@ def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
     if event.kind == "progress" and elapsed_seconds(event.fields) < elapsed_seconds(existing.fields):
         return  # a bar is kept at its longest-running state, not its last redraw
     if event.kind in _KEEP_LATEST:
-        existing.line, existing.text, existing.fields, existing.stamp = (
+        existing.line, existing.text, existing.fields, existing.stamp, existing.offset = (
             event.line,
             event.text,
             event.fields,
             event.stamp,
+            event.offset,
         )
 
 

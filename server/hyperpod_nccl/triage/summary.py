@@ -123,7 +123,7 @@ def pci_bus(text: str, *, nccl: bool = False) -> str:
     return parts[1].lower() if len(parts) >= 3 else parts[0].lower()
 
 
-def job_summary(incident: Incident) -> JobSummary:
+def job_summary(incident: Incident, job_id: str | None = None) -> JobSummary:
     """Call after the timeline is built: the clock's notes say which stamps were dated."""
     topology = incident.topology
     per_node = _ranks_per_node(topology)
@@ -135,9 +135,9 @@ def job_summary(incident: Incident) -> JobSummary:
         ranks_per_node=counts.most_common(1)[0][0] if counts else None,
         rank_map=[f"{node}: {compress(ranks)}" for node, ranks in list(per_node.items())[:_MAP_LINES]],
         rank_map_note=_map_note(per_node),
-        resumed_from_checkpoint="resumed" in incident.index.by_kind,
         versions=version_groups(incident.versions),
         notes=incident.clock.notes(),
+        job_id=job_id,
     )
 
 

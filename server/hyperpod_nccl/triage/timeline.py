@@ -3,7 +3,9 @@
 Formats differ in what they carry: NCCL ≥ 2.26 WARN lines, torchrun ≤ 2.2, Slurm and `dmesg -T`
 carry a full date; PyTorch ≥ 2.4 (`E0626 06:24:44`), torchrun ≥ 2.3 and journald carry no year.
 The missing year is taken from the dated lines of the same log set (the most common year), and
-the report says so. No format carries a time zone: times are reported as UTC, as written.
+the report says so. Only `kubectl logs --timestamps` says its zone (UTC); every other format
+writes the node's local time with no zone, so times are printed as written, without a `Z`, and
+the report says "local, zone unknown" unless every dated line said UTC.
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ class Clock:
 
     def __init__(self, scans: Iterable[FileScan]) -> None:
         years: Counter[int] = Counter()
+        utc = zoneless = 0
         for scan in scans:
             years.update(scan.dated_years)
+            utc += scan.utc_stamps
+            zoneless += scan.zoneless_stamps
         self.year = years.most_common(1)[0][0] if years else None
         self.yearless_seen = False
+        self.utc = utc > 0 and zoneless == 0  # every dated line said UTC
 
     def at(self, stamp: str | None) -> datetime | None:
         if not stamp:
@@ -44,8 +50,17 @@ class Clock:
         except ValueError:
             return None
 
+    @property
+    def zone(self) -> str:
+        return "UTC" if self.utc else "local, zone unknown"
+
+    def iso(self, moment: datetime | None) -> str | None:
+        """ISO 8601 as written; `Z` only when the logs said UTC."""
+        return f"{moment:%Y-%m-%dT%H:%M:%S}{'Z' if self.utc else ''}" if moment else None
+
     def notes(self) -> list[str]:
-        notes = ["Log times carry no time zone; they are reported as UTC, as written."]
+        """How times were read (the zone itself is the job's `time_zone`)."""
+        notes = []
         if self.yearless_seen and self.year is not None:
             notes.append(
                 f"Year {self.year} inferred for year-less stamps (PyTorch ≥ 2.4 `E0626 06:24:44`, torchrun, "
@@ -54,10 +69,6 @@ class Clock:
         elif self.yearless_seen:
             notes.append("Year-less stamps could not be dated: no line in the set carries a year.")
         return notes
-
-
-def iso(moment: datetime | None) -> str | None:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment else None
 
 
 def earliest(events: Iterable[Event], clock: Clock) -> Event | None:
@@ -80,7 +91,7 @@ def collective_start(fired_at: datetime | None, timeout_ms: int | None) -> datet
 
 def entry(event: Event, clock: Clock, text: str) -> TimelineEvent:
     return TimelineEvent(
-        time=iso(clock.at(event.stamp)),
+        time=clock.iso(clock.at(event.stamp)),
         source=f"{event.source}:{event.line}",
         event=text,
         rank=event.rank,
@@ -128,9 +139,10 @@ def _watchdog_entries(incident: Incident) -> list[TimelineEvent]:
     if started is not None:
         found.append(
             TimelineEvent(
-                time=iso(started),
+                time=clock.iso(started),
                 source=f"{fired.source}:{fired.line}",
-                event=f"stuck collective issued (watchdog time − {verdict.timeout_ms} ms timeout)",
+                event=f"stuck collective issued (derived: watchdog time − {verdict.timeout_ms} ms timeout)",
+                derived=True,
             )
         )
     count = sum(1 for s in incident.states.values() if s.watchdog == "fired")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hyperpod_nccl.guard.commands import placeholder, suggest
 from hyperpod_nccl.models import Category, Finding, Priority, Status
 from hyperpod_nccl.rankset import compress
 from hyperpod_nccl.triage.classify import Classification
@@ -140,13 +139,6 @@ def _straggler(incident: Incident) -> Finding:
         ranks=listed(culprits),
         nodes=_nodes(culprits, incident),
         evidence=[evidence(e, topology) for e in lines + _waiting_witness(incident)],
-        suggested_commands=[
-            suggest(
-                "py-spy dump --pid",
-                placeholder(f"pid of rank {culprits[0]}"),
-                why="shows where the straggler's Python stack is stuck if the job hangs again",
-            )
-        ],
     )
 
 

@@ -1,0 +1,799 @@
+"""What to run next, section by section of references/: the commands a reader of that section is
+told to run, built from the values the input holds.
+
+Every FAIL and WARN points at a section, and its commands come from that section (a test holds
+each command's program and subcommand to the section's text). `SECTION_STEPS` gives a section's
+commands, the read-only confirmation first, then the fix; `ID_STEPS` gives findings whose section
+covers more than they need commands of their own (from the same section); `REASONS` says, for the
+findings no command fits, why. A value the input does not hold becomes a placeholder
+(`<job-id>`), never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import LiteralString
+
+from hyperpod_nccl.guard.commands import Word, joined, placeholder, suggest, suggest_chain, value
+from hyperpod_nccl.guard.validate import (
+    ClusterName,
+    HostAddress,
+    InstanceId,
+    KubeNodeName,
+    LineNumber,
+    LogFileName,
+    Namespace,
+    PodName,
+    ProcessId,
+    Region,
+    SlurmJobId,
+    SlurmNodeName,
+    TcpPort,
+)
+from hyperpod_nccl.models import BlastRadius, SuggestedCommand
+from hyperpod_nccl.next_steps.facts import Facts
+
+Steps = Callable[[Facts], list[SuggestedCommand]]
+
+_ROOT_ON_NODE = "root (sudo) on the node"
+_SHELL_ON_NODE = "a shell on the node"
+_SLURM_USER = "Slurm user (the job's owner)"
+_SLURM_ADMIN = "Slurm operator or admin (SlurmUser/root)"
+_JOB_SCRIPT = "edit the job script and resubmit it"
+_READ_LOGS = "read access to the log folder"
+_LINES_BEFORE = 30  # lines shown before a quoted line: the traceback or output that led to it
+
+
+# --- words and commands the sections share -------------------------------------------------------
+
+
+def _node_word(facts: Facts) -> Word:
+    return value(SlurmNodeName if facts.slurm else KubeNodeName, facts.node)
+
+
+def on_node(facts: Facts, *words: Word) -> tuple[Word, ...]:
+    """A command to run on the finding's node: over ssh on Slurm, where compute nodes take ssh from
+    the head node; as is elsewhere (an SSM session or `kubectl debug node/…` opens a shell there)."""
+    return ("ssh", _node_word(facts), *words) if facts.slurm else words
+
+
+def _where(facts: Facts) -> str:
+    return f", on {facts.node}" if facts.node and not facts.slurm else ""
+
+
+def sacct(facts: Facts, columns: LiteralString, why: str) -> list[SuggestedCommand]:
+    """The job's accounting record, on Slurm only."""
+    if not facts.slurm:
+        return []
+    return [
+        suggest(
+            "sacct -j",
+            value(SlurmJobId, facts.job_id),
+            joined("--format=", columns),
+            why=why,
+            permission=_SLURM_USER,
+        )
+    ]
+
+
+def kernel_log(facts: Facts, grep: LiteralString, why: str) -> SuggestedCommand:
+    """`dmesg -T` on the node, filtered by `grep` (shell text we wrote, e.g. `grep -iE 'xid|sxid'`)."""
+    return suggest_chain(
+        list(on_node(facts, "sudo dmesg -T")),
+        "|",
+        grep,
+        why=why + _where(facts),
+        permission=_ROOT_ON_NODE,
+    )
+
+
+def on_node_check(facts: Facts, command: LiteralString, why: str, *, root: bool = False) -> SuggestedCommand:
+    return suggest(
+        *on_node(facts, command),
+        why=why + _where(facts),
+        permission=_ROOT_ON_NODE if root else _SHELL_ON_NODE,
+    )
+
+
+def exclude_node(facts: Facts, why: str) -> SuggestedCommand:
+    if facts.slurm:
+        return suggest(
+            "sbatch",
+            joined("--exclude=", _node_word(facts)),
+            placeholder("job-script"),
+            why=why,
+            blast_radius=BlastRadius.RESTARTS_JOB,
+            permission=_SLURM_USER,
+        )
+    return suggest(
+        "kubectl cordon",
+        _node_word(facts),
+        why=why,
+        blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
+        permission="nodes: patch",
+    )
+
+
+def show_node(facts: Facts, why: str) -> SuggestedCommand:
+    if facts.slurm:
+        return suggest("scontrol show node", _node_word(facts), why=why, permission=_SLURM_USER)
+    return suggest("kubectl describe node", _node_word(facts), why=why, permission="nodes: get")
+
+
+def export(*assignments: LiteralString, why: str) -> SuggestedCommand:
+    """Environment for the next run, set in the job script before the launcher."""
+    return suggest(
+        "export", *assignments, why=why, blast_radius=BlastRadius.CHANGES_CONFIG, permission=_JOB_SCRIPT
+    )
+
+
+def resubmit(facts: Facts, option: LiteralString, what: LiteralString, why: str) -> list[SuggestedCommand]:
+    """`sbatch --<option>=<what> <job-script>`: the job again with one setting changed (Slurm)."""
+    if not facts.slurm:
+        return []
+    return [
+        suggest(
+            "sbatch",
+            joined(option, placeholder(what)),
+            placeholder("job-script"),
+            why=why,
+            blast_radius=BlastRadius.CHANGES_CONFIG,
+            permission=_SLURM_USER,
+        )
+    ]
+
+
+def lines_before(facts: Facts, why: str) -> list[SuggestedCommand]:
+    """The lines of the log leading up to the finding's first quoted line."""
+    quoted = next((q for q in facts.quoted if ".tar" not in q.source), None)
+    if quoted is None:
+        return []
+    span = joined(
+        value(LineNumber, str(max(1, quoted.line - _LINES_BEFORE))),
+        ",",
+        value(LineNumber, str(quoted.line)),
+        "p",
+    )
+    if quoted.source.endswith(".gz"):
+        return [
+            suggest_chain(
+                ["zcat", value(LogFileName, quoted.source)],
+                "|",
+                ["sed", "-n", span],
+                why=why,
+                permission=_READ_LOGS,
+            )
+        ]
+    return [suggest("sed -n", span, value(LogFileName, quoted.source), why=why, permission=_READ_LOGS)]
+
+
+def py_spy(facts: Facts) -> SuggestedCommand:
+    rank = facts.rank
+    pid = facts.pids.get(rank) if rank is not None else None
+    who = f"rank {rank}" if rank is not None else "the rank"
+    return suggest(
+        *on_node(facts, "sudo py-spy dump --pid"),
+        value(ProcessId, pid) if pid else placeholder(f"pid of {who}".replace(" ", "-")),
+        why=f"if the job hangs again: where {who}'s Python is stuck{_where(facts)} (pauses it for a moment)",
+        permission=_ROOT_ON_NODE,
+    )
+
+
+def reboot_node(facts: Facts, why: str) -> SuggestedCommand:
+    if facts.slurm:
+        return suggest(
+            "scontrol update",
+            joined("node=", _node_word(facts)),
+            'state=fail reason="Action:Reboot"',
+            why=f"{why}; HyperPod reboots it once its running jobs end",
+            blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
+            permission=_SLURM_ADMIN,
+        )
+    return suggest(
+        "aws sagemaker batch-reboot-cluster-nodes --cluster-name",
+        value(ClusterName, facts.cluster),
+        "--node-ids",
+        value(InstanceId, facts.instance_id),
+        "--region",
+        value(Region, facts.region),
+        why=why,
+        blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
+        permission="sagemaker:BatchRebootClusterNodes",
+    )
+
+
+# --- debugging-guide.md, section by section ------------------------------------------------------
+
+_FLIGHT_RECORDER = (
+    "TORCH_FR_BUFFER_SIZE=2000",
+    "TORCH_NCCL_TRACE_BUFFER_SIZE=2000",
+    "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+)
+
+
+def _timeout(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *sacct(
+            facts, "JobID,State,ExitCode,Elapsed,NodeList", "each step's state and exit code, and its nodes"
+        ),
+        py_spy(facts),
+        export(
+            *_FLIGHT_RECORDER,
+            why="the next timeout writes Flight Recorder dumps that name the call each rank was in (§ 22)",
+        ),
+    ]
+
+
+def _silent(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *sacct(facts, "JobID,State,ExitCode,Elapsed,NodeList", "how each step ended, and on which nodes"),
+        kernel_log(
+            facts,
+            "grep -iE 'killed process|xid|segfault'",
+            "the node's kernel log: an OOM kill, an Xid or a crash",
+        ),
+        export(*_FLIGHT_RECORDER, why="the next timeout writes Flight Recorder dumps (§ 22)"),
+    ]
+
+
+def _mismatch(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        export(
+            "TORCH_DISTRIBUTED_DEBUG=DETAIL",
+            why="for one diagnostic run (slower): PyTorch checks every collective and names the first that "
+            "differs across ranks",
+        )
+    ]
+
+
+def _network(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        show_node(facts, "the node's state and the reason Slurm or Kubernetes gives for it"),
+        kernel_log(facts, "grep -iE 'link (down|up)|pcie bus error|efa'", "NIC link flaps and PCIe errors"),
+        exclude_node(facts, "rerun without the suspect node to prove or clear it"),
+    ]
+
+
+def _host_oom(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *sacct(
+            facts, "JobID,State,MaxRSS,ReqMem,NodeList", "peak host memory of each step against what it asked"
+        ),
+        kernel_log(
+            facts, "grep -iE 'killed process|out of memory|oom-kill'", "the kernel's OOM-killer lines"
+        ),
+        *resubmit(facts, "--mem=", "memory", "more host memory per node, or fewer DataLoader workers"),
+    ]
+
+
+def _gpu_hardware(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts, "nvidia-smi -q -d ECC,ROW_REMAPPER", "ECC counts and pending or failed row remaps"
+        ),
+        kernel_log(facts, "grep -iE 'xid|sxid|fallen off'", "every Xid the driver logged"),
+        reboot_node(
+            facts, "rung 3 of the remediation ladder (operations.md § 9): reset the GPU by rebooting"
+        ),
+    ]
+
+
+def _efa(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "fi_info -p efa", "the EFA devices libfabric sees"),
+        export(
+            "FI_PROVIDER=efa", why="a missing EFA device then fails at start instead of falling back to TCP"
+        ),
+    ]
+
+
+def _rendezvous(facts: Facts) -> list[SuggestedCommand]:
+    if facts.slurm:
+        return sacct(
+            facts, "JobID,State,Start,Elapsed,NodeList", "when each step started, and on which nodes"
+        )
+    return [
+        suggest(
+            "kubectl get pods -o wide -n",
+            placeholder("namespace"),
+            why="which workers were Pending, restarting or late",
+            permission="pods: list",
+        )
+    ]
+
+
+def _address_in_use(facts: Facts) -> list[SuggestedCommand]:
+    found = [
+        suggest(
+            *on_node(facts, "ss -ltnp"),
+            joined("sport = :", value(TcpPort, facts.port)),
+            why="which process holds the port" + _where(facts),
+            permission=_SHELL_ON_NODE,
+        )
+    ]
+    if facts.slurm:
+        found.append(
+            suggest("squeue -w", _node_word(facts), why="what else runs on the node", permission=_SLURM_USER)
+        )
+    return found
+
+
+def _versions(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "python -c 'import torch; print(torch.__version__, torch.cuda.nccl.version())'",
+            "the PyTorch and NCCL versions the job's Python loads (run it in the job's environment)",
+        )
+    ]
+
+
+def _gpu_oom(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
+            "which processes hold GPU memory (a foreign one means a stale process, not the model)",
+        ),
+        export(
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            why="less fragmentation; the real fix is a smaller batch or more sharding",
+        ),
+    ]
+
+
+def _master_addr(facts: Facts) -> list[SuggestedCommand]:
+    host = value(HostAddress, facts.store_host) if facts.store_host else placeholder("master-addr")
+    return [
+        suggest(
+            *on_node(facts, "getent hosts"),
+            host,
+            why="whether MASTER_ADDR resolves from a worker" + _where(facts),
+            permission=_SHELL_ON_NODE,
+        )
+    ]
+
+
+def _tcp_fallback(facts: Facts) -> list[SuggestedCommand]:
+    return _efa(facts)
+
+
+def _storage(facts: Facts) -> list[SuggestedCommand]:
+    return [kernel_log(facts, "grep -iE 'lustre|i/o error|nfs'", "the node's storage client errors")]
+
+
+def _exception(facts: Facts) -> list[SuggestedCommand]:
+    return lines_before(
+        facts, "the lines the rank wrote up to the error: the traceback and what it was doing"
+    )
+
+
+def _scheduler(facts: Facts) -> list[SuggestedCommand]:
+    if not facts.slurm:
+        return [
+            suggest(
+                "kubectl get events -n",
+                placeholder("namespace"),
+                "--sort-by=.lastTimestamp",
+                why="who evicted, deleted or rescheduled the pods, newest last",
+                permission="events: list",
+            )
+        ]
+    return sacct(
+        facts, "JobID,State,Elapsed,Timelimit,NodeList,ExitCode", "how the scheduler ended the job, and when"
+    )
+
+
+def _limits(facts: Facts) -> list[SuggestedCommand]:
+    checks = [on_node_check(facts, "df -h /dev/shm", "the size and use of /dev/shm")]
+    if facts.slurm:
+        checks.insert(
+            0,
+            suggest(
+                "srun -N1",
+                joined("--nodelist=", _node_word(facts)),
+                "bash -c 'ulimit -l'",
+                why="the locked-memory limit Slurm jobs really get on the node",
+                permission=_SLURM_USER,
+            ),
+        )
+    return checks
+
+
+def _topology(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "nvidia-smi topo -m", "how the node's GPUs and NICs connect (NVLink, PCIe)"),
+        export("NCCL_NVLS_ENABLE=0", why="as a diagnostic only: whether the failure follows NVLS"),
+    ]
+
+
+def _cuda(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        kernel_log(
+            facts, "grep -iE 'xid'", "Xid lines: 13/31/43 point at the application, 48/79/95 at the hardware"
+        ),
+        export(
+            "CUDA_LAUNCH_BLOCKING=1", why="on a small rerun: the error is raised at the call that caused it"
+        ),
+    ]
+
+
+def _flight_recorder_missing(facts: Facts) -> list[SuggestedCommand]:
+    return [py_spy(facts)]
+
+
+def _flight_recorder_state(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        export("CUDA_LAUNCH_BLOCKING=1", why="on a small rerun: which GPU call the rank was stuck behind")
+    ]
+
+
+# --- multinode.md ----------------------------------------------------------------------------------
+
+
+def _fabric_manager(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "systemctl status nvidia-fabricmanager", "whether the fabric manager runs"),
+        on_node_check(facts, "nvidia-smi -q", "the GPUs' fabric state and the driver version"),
+    ]
+
+
+def _interfaces(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "ip -br addr", "the node's interfaces and addresses"),
+        export("NCCL_SOCKET_IFNAME=^docker0,lo", why="keep NCCL off interfaces other nodes cannot reach"),
+    ]
+
+
+# --- the cluster's side: Kubernetes, HyperPod, Slurm, AWS (operations.md and friends) ----------
+
+
+def _pod_words(facts: Facts) -> tuple[Word, ...]:
+    namespace, pod = facts.pods[0] if facts.pods else (None, None)
+    return value(PodName, pod), "-n", value(Namespace, namespace)
+
+
+def _pods(facts: Facts) -> list[SuggestedCommand]:
+    namespace = facts.pods[0][0] if facts.pods else None
+    return [
+        suggest(
+            "kubectl describe pod",
+            *_pod_words(facts),
+            why="the pod's status, events and last state",
+            permission="pods: get",
+        ),
+        suggest(
+            "kubectl get events -n",
+            value(Namespace, namespace),
+            "--sort-by=.lastTimestamp",
+            why="what the scheduler and the kubelet reported, newest last",
+            permission="events: list",
+        ),
+    ]
+
+
+def _iam(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "aws sts get-caller-identity", why="the principal the tool ran as, to grant it what § 2 lists"
+        )
+    ]
+
+
+def _ssm(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "aws ssm describe-instance-information --region",
+            value(Region, facts.region),
+            why="which nodes' SSM agents are connected",
+            permission="ssm:DescribeInstanceInformation",
+        )
+    ]
+
+
+def _cloudwatch(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "aws logs describe-log-groups --log-group-name-prefix /aws/sagemaker/Clusters/ --region",
+            value(Region, facts.region),
+            why="the clusters' log groups CloudWatch holds",
+            permission="logs:DescribeLogGroups",
+        )
+    ]
+
+
+def _environment(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "kubectl describe pod",
+            *_pod_words(facts),
+            why="each container's environment as the pod sets it",
+            permission="pods: get",
+        )
+    ]
+
+
+def _node_health(facts: Facts) -> list[SuggestedCommand]:
+    found = []
+    if facts.instance_id or facts.cluster:
+        found.append(
+            suggest(
+                "aws sagemaker describe-cluster-node --cluster-name",
+                value(ClusterName, facts.cluster),
+                "--node-id",
+                value(InstanceId, facts.instance_id),
+                "--region",
+                value(Region, facts.region),
+                why="HyperPod's status of the node and its message",
+                permission="sagemaker:DescribeClusterNode",
+            )
+        )
+    found.append(
+        suggest(
+            "kubectl get nodes -L",
+            "sagemaker.amazonaws.com/node-health-status,sagemaker.amazonaws.com/fault-type",
+            why="HyperPod's health label on every node",
+            permission="nodes: list",
+        )
+    )
+    return found
+
+
+def _slurm_nodes(facts: Facts) -> list[SuggestedCommand]:
+    found = [suggest("sinfo -R", why="every down or drained node with its reason", permission=_SLURM_USER)]
+    if facts.node:
+        found.append(
+            suggest(
+                "scontrol show node",
+                value(SlurmNodeName, facts.node),
+                why="the node's full state",
+                permission=_SLURM_USER,
+            )
+        )
+    return found
+
+
+def _security_groups(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "aws ec2 describe-security-groups --group-ids",
+            placeholder("sg-id"),
+            "--region",
+            value(Region, facts.region),
+            why="the rules of the cluster's security group",
+            permission="ec2:DescribeSecurityGroups",
+        )
+    ]
+
+
+def _node_gpu_metrics(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "nvidia-smi -q -d PERFORMANCE",
+            "clocks, throttle reasons and power as the driver sees them",
+        )
+    ]
+
+
+def _gpu_lost(facts: Facts) -> list[SuggestedCommand]:
+    return [on_node_check(facts, "nvidia-smi -q", "whether the driver still sees every GPU")]
+
+
+def _ecc(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts, "nvidia-smi -q -d ECC,ROW_REMAPPER", "ECC counts and pending or failed row remaps"
+        )
+    ]
+
+
+def _nvlink(facts: Facts) -> list[SuggestedCommand]:
+    return [on_node_check(facts, "nvidia-smi nvlink -e", "each NVLink's error counters")]
+
+
+def _mtu(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            *on_node(facts, "ping -M do -s 8973"),
+            placeholder("peer-ip"),
+            why="a 9001-MTU path test, don't-fragment set: small pings passing and this failing means drops",
+            permission=_SHELL_ON_NODE,
+        )
+    ]
+
+
+SECTION_STEPS: dict[str, Steps] = {
+    "debugging-guide.md § 1": _timeout,
+    "debugging-guide.md § 2": _mismatch,
+    "debugging-guide.md § 3": _network,
+    "debugging-guide.md § 4": _host_oom,
+    "debugging-guide.md § 5": _gpu_hardware,
+    "debugging-guide.md § 6": _efa,
+    "debugging-guide.md § 7": _rendezvous,
+    "debugging-guide.md § 8": _address_in_use,
+    "debugging-guide.md § 10": _versions,
+    "debugging-guide.md § 11": _gpu_oom,
+    "debugging-guide.md § 12": _master_addr,
+    "debugging-guide.md § 13": _tcp_fallback,
+    "debugging-guide.md § 14": _storage,
+    "debugging-guide.md § 15": _exception,
+    "debugging-guide.md § 16": _scheduler,
+    "debugging-guide.md § 17": _limits,
+    "debugging-guide.md § 19": _topology,
+    "debugging-guide.md § 20": _cuda,
+    "debugging-guide.md § 22.1": _flight_recorder_missing,
+    "debugging-guide.md § 22.3": _flight_recorder_state,
+    "debugging-guide.md § 22.5": _flight_recorder_missing,
+    "debugging-guide.md § 9": _pods,
+    "multinode.md § 1": _fabric_manager,
+    "multinode.md § 2": _interfaces,
+    "multinode.md § 4": _mtu,
+    "operations.md § 2": _iam,
+    "operations.md § 3": _ssm,
+    "operations.md § 4": _cloudwatch,
+    "operations.md § 5": _environment,
+    "operations.md § 6": _node_health,
+    "operations.md § 7": _slurm_nodes,
+    "operations.md § 8": _security_groups,
+    "gpu-metrics.md § 3": _gpu_lost,
+    "gpu-metrics.md § 4": _node_gpu_metrics,
+    "gpu-metrics.md § 5": _node_gpu_metrics,
+    "gpu-metrics.md § 6": _ecc,
+    "gpu-metrics.md § 7": _nvlink,
+    "gpu-metrics.md § 8": _node_gpu_metrics,
+    "performance-testing.md § 5": _node_gpu_metrics,
+    "performance-testing.md § 6": _node_gpu_metrics,
+}
+
+
+# --- findings a section's general commands do not fit --------------------------------------------
+
+
+def _lustre(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "lfs check servers", "whether the node's Lustre client reaches every server")
+    ]
+
+
+def _disk_full(facts: Facts) -> list[SuggestedCommand]:
+    return [on_node_check(facts, "df -h", "which volume is full")]
+
+
+def _aistore(facts: Facts) -> list[SuggestedCommand]:
+    return [suggest("ais show cluster", why="each AIStore target's state and resource pressure")]
+
+
+def _gpudirect(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest_chain(
+            list(on_node(facts, "lsmod")),
+            "|",
+            "grep nvidia_peermem",
+            why="whether GPUDirect RDMA's kernel module is loaded" + _where(facts),
+            permission=_SHELL_ON_NODE,
+        )
+    ]
+
+
+def _invalid_device(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts, "nvidia-smi -L", "the GPUs the node has, against the processes launched per node"
+        ),
+        *_cuda(facts)[1:],
+    ]
+
+
+def _p2p(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "nvidia-smi topo -m", "how the GPUs connect: no NVLink means P2P over PCIe"),
+        export("NCCL_P2P_DISABLE=1", why="where the GPUs cannot do peer-to-peer (consumer cards, IOMMU)"),
+    ]
+
+
+def _ib_protection(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest_chain(
+            list(on_node(facts, "sudo lspci -vvv")),
+            "|",
+            "grep -i acsctl",
+            why="PCIe ACS settings that block the NIC from GPU memory" + _where(facts),
+            permission=_ROOT_ON_NODE,
+        ),
+        *_network(facts)[1:],
+    ]
+
+
+def _time_limit(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *_scheduler(facts),
+        *resubmit(facts, "--time=", "time-limit", "a longer time limit, or checkpoint more often"),
+    ]
+
+
+def _node_lost(facts: Facts) -> list[SuggestedCommand]:
+    found = [*_scheduler(facts), show_node(facts, "the lost node's state and reason")]
+    if facts.slurm:  # on EKS, HyperPod's node recovery replaces it (operations.md § 6)
+        found.append(exclude_node(facts, "resubmit without the lost node, unless auto-resume replaces it"))
+    return found
+
+
+def _ddp_unused(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *lines_before(facts, "the error and the lines before it"),
+        export(
+            "TORCH_DISTRIBUTED_DEBUG=DETAIL", why="PyTorch then names the parameters that got no gradient"
+        ),
+    ]
+
+
+ID_STEPS: dict[str, Steps] = {
+    "triage.nccl.silent_ranks": _silent,
+    "triage.nccl.silent_exit": _silent,
+    "triage.nccl.diverged_after_training": _mismatch,
+    "triage.storage.lustre_evicted": _lustre,
+    "triage.storage.disk_full": _disk_full,
+    "triage.storage.ais_lost_objects": _aistore,
+    "triage.storage.ais_stream_broken": _aistore,
+    "triage.storage.ais_dropped": _aistore,
+    "triage.storage.ais_pressure": _aistore,
+    "triage.storage.ais_error": _aistore,
+    "triage.storage.ais_error_counters": _aistore,
+    "triage.config.gpudirect_rdma": _gpudirect,
+    "triage.config.invalid_device": _invalid_device,
+    "triage.config.p2p_unsupported": _p2p,
+    "triage.config.ib_local_protection": _ib_protection,
+    "triage.infra.time_limit": _time_limit,
+    "triage.infra.node_failure": _node_lost,
+    "triage.infra.node_not_ready": _node_lost,
+    "triage.software.ddp_unused_parameters": _ddp_unused,
+}
+
+# Findings no command fits, and why: the fix is in the training code or the job's own settings,
+# which no command on a node or the scheduler reads.
+_CODE = (
+    "the fix is in the training code at the lines quoted; no command on a node or the scheduler shows more"
+)
+REASONS: dict[str, str] = {
+    "triage.nccl.pg_detected_mismatch": _CODE,
+    "triage.nccl.nccl_detected_mismatch": _CODE,
+    "triage.nccl.collective_shape": _CODE,
+    "triage.software.nccl_invalid_usage": _CODE,
+    "triage.software.stale_file_handle": (
+        "the fix is in the training code: give each node its own cache, lock or checkpoint path"
+    ),
+    "triage.nccl.busy_outside_nccl": (
+        "the fix is in the training script: do the long CPU step before the first collective, or raise "
+        "init_process_group's timeout for it"
+    ),
+    "triage.input.missing_ranks": (
+        "the missing ranks' logs are needed first: collect every node's files and run the triage again"
+    ),
+    "triage.config.net_size_mismatch": (
+        "the NCCL settings to compare are in each node's job environment: compare the NCCL_ variables the "
+        "logs print (NCCL_DEBUG=INFO) across nodes"
+    ),
+    "flight_recorder.p2p_unmatched": (
+        "the fix is in the pipeline schedule of the two stages quoted; no command on a node shows more"
+    ),
+    "flight_recorder.refused_dump": (
+        "the file carries code, not a dump: do not load it anywhere (PyTorch never writes one like it)"
+    ),
+    "flight_recorder.coverage": "the dumps' limits: collect the missing ones and run the triage again",
+    "triage.unknown.failure": (
+        "the cause is not established: read the quoted lines, then the sections the detail names"
+    ),
+}
+
+# Sections whose findings are about what the diagnostic itself could read: no command on the
+# cluster fixes them; the detail says what to grant, enable or collect, then the rerun shows more.
+SECTION_REASONS: dict[str, str] = {
+    "operations.md § 9": "the diagnostic could not collect this input: fix what the detail names, rerun it",
+    "gpu-metrics.md § 1": "the metrics the checks need are missing: enable what the detail names, rerun",
+    "gpu-metrics.md § 2": "the metrics show a hang, not its cause: triage the job's logs for it",
+    "debugging-guide.md § 15": "the fix is in the training code or the data the traceback names",
+    "debugging-guide.md § 22.2": _CODE,
+    "debugging-guide.md § 22.4": _CODE,
+    "debugging-guide.md § 22.6": "the dumps' limits: collect the missing ones and run the triage again",
+}

@@ -1,0 +1,82 @@
+"""What the logs hold that a suggested command needs: the Slurm job id, whether the job ran under
+Slurm, the pid of each rank, the instance behind each node, the port or store address a line
+names. Read from the incident once; each finding's commands take the part that concerns it."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from hyperpod_nccl.models import Finding
+from hyperpod_nccl.next_steps import Facts, Quoted
+from hyperpod_nccl.triage.model import Incident
+
+# sbatch's default `slurm-%j.out` (or `slurm-%A_%a.out`), and `--output=%x-%j-%t.out`-style names.
+_SLURM_OUT = re.compile(r"(?:^|/)slurm-(\d{1,12})(?:_\d{1,9})?(?:\.\d+)?\.(?:out|err|log)(?:\.gz)?$")
+_NAMED_OUT = re.compile(r"(?:^|/)[A-Za-z][\w.]*?-(\d{2,12})-\d{1,6}\.(?:out|err|log)(?:\.gz)?$")
+_STEP_ID = re.compile(r"StepId=(\d{1,12})")
+_SLURM_KINDS = ("srun_task", "slurm_cancel", "slurm_failed")
+_PORT = re.compile(r"(?:\]:|port:? |port=|on port )(\d{2,5})\b")
+_INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What holds for the whole job."""
+
+    slurm: bool
+    job_id: str | None
+    pids: dict[int, int]  # rank → pid
+    instance_ids: dict[str, str]  # node → instance id
+    store_host: str | None
+
+
+def job_facts(incident: Incident) -> JobFacts:
+    sources = [scan.source for scan in incident.scans]
+    from_lines = _job_ids_in_lines(incident)
+    from_names = [m.group(1) for s in sources if (m := _SLURM_OUT.search(s))]
+    slurm = bool(from_lines or from_names or incident.index.kind(*_SLURM_KINDS))
+    job_id = _most_common(from_lines) or _most_common(from_names)
+    if job_id is None and slurm:
+        named = {m.group(1) for s in sources if (m := _NAMED_OUT.search(s))}
+        job_id = named.pop() if len(named) == 1 else None  # `%x-%j-%t`: one job id across the files
+    topology = incident.topology
+    pids = {rank: pid for (_, pid), rank in sorted(topology.pid_rank.items())}
+    instances = {node: address for address, node in topology.addr_node.items() if _INSTANCE.match(address)}
+    return JobFacts(slurm, job_id, pids, instances, _store_host(incident))
+
+
+def _job_ids_in_lines(incident: Incident) -> list[str]:
+    found = [
+        e.fields["job"].split(".", 1)[0] for e in incident.index.kind("slurm_cancel") if "job" in e.fields
+    ]
+    found += [m.group(1) for e in incident.index.kind("oom_killed") if (m := _STEP_ID.search(e.text))]
+    return [job for job in found if job.isdigit()]
+
+
+def _most_common(values: list[str]) -> str | None:
+    return Counter(values).most_common(1)[0][0] if values else None
+
+
+def _store_host(incident: Incident) -> str | None:
+    masters = [e.fields["master"] for e in incident.index.kind("rendezvous") if e.fields.get("master")]
+    targets = [e.fields["target"] for e in incident.index.kind("store_connect") if e.fields.get("target")]
+    hosts = [target.rsplit(":", 1)[0].strip("[]") for target in targets]
+    return next(iter(masters + hosts), None)
+
+
+def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
+    ranks = tuple(finding.ranks)
+    nodes = tuple(finding.nodes) or tuple(incident.nodes_of(ranks))
+    return Facts(
+        slurm=job.slurm,
+        job_id=job.job_id,
+        nodes=nodes,
+        ranks=ranks,
+        pids={rank: job.pids[rank] for rank in ranks if rank in job.pids},
+        instance_ids={node: job.instance_ids[node] for node in nodes if node in job.instance_ids},
+        port=next((m.group(1) for e in finding.evidence if (m := _PORT.search(e.text))), None),
+        store_host=job.store_host,
+        quoted=tuple(Quoted(e.source, e.line) for e in finding.evidence if e.line is not None),
+    )
