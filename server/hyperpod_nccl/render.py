@@ -20,6 +20,7 @@ from hyperpod_nccl.models import (
     Finding,
     JobSummary,
     Priority,
+    RankActivity,
     RankStateGroup,
     Report,
     Status,
@@ -175,6 +176,39 @@ def _job_lines(job: JobSummary) -> list[str]:
         )
         where = _listing(group.nodes) if group.nodes else f"{group.node_count} nodes"
         lines.append(f"  versions on {where}: {versions or 'not printed'}")
+    for transport in job.transports:
+        where = _listing(transport.nodes) if transport.nodes else f"{transport.node_count} nodes"
+        nics = f", {transport.nics} NIC{'s' if transport.nics != 1 else ''}" if transport.nics is not None else ""
+        quoted = transport.evidence
+        lines.append(f"  transport on {where}: {transport.transport}{nics} ({quoted.source}:{quoted.line})")
+    if job.outcome:
+        quoted = (
+            f" ({job.outcome.evidence.source}:{job.outcome.evidence.line})" if job.outcome.evidence else ""
+        )
+        lines.append(f"  outcome: {job.outcome.outcome}, {job.outcome.why}{quoted}")
+    if job.resume and job.resume.evidence:
+        lines.append(
+            f"  resumed: {job.resume.resumed} ({job.resume.evidence.source}:{job.resume.evidence.line})"
+        )
+    for span in job.rank_times:
+        lines.append(
+            f"  ranks {span.ranks}: lines from {span.first or '?'} to {span.last or '?'} ({job.time_zone})"
+        )
+    return lines
+
+
+def _activity_lines(activity: list[RankActivity]) -> list[str]:
+    lines = ["What the culprit was doing (and a rank that waited):"]
+    for rank in activity:
+        lines.append(
+            f"  rank {rank.rank} ({rank.role}) on {rank.node or '?'}, before {rank.source} {rank.until}:"
+        )
+        shown = sorted(
+            [*([rank.last_progress] if rank.last_progress else []), *rank.before], key=lambda x: x.line
+        )
+        lines += [f"    {line.line}: {line.text}" for line in shown]
+        if rank.note:
+            lines.append(f"    ({rank.note})")
     return lines
 
 
@@ -224,6 +258,8 @@ def render_text(report: Report, *, color: bool = False) -> str:
         lines += [*_job_lines(report.job), ""]
     if report.rank_states:
         lines += [*_rank_state_lines(report.rank_states), ""]
+    if report.activity:
+        lines += [*_activity_lines(report.activity), ""]
     for finding in report.findings:
         lines.extend(_finding_lines(finding, color))
     if report.root_cause:

@@ -62,7 +62,7 @@ def test_nccl_warn_with_timestamp_and_function_gives_host_pid_and_full_date() ->
             "gpu-7",
         ),
         ("[430954.509105] NVRM: Xid (PCI:0000:52:00): 48, pid='<unknown>'", None, None),
-        ("2024-05-01T10:00:00.123456789Z [rank0]: RuntimeError: x", "2024-05-01T10:00:00", None),
+        ("2024-05-01T10:00:00.123456789Z [rank0]: RuntimeError: x", "2024-05-01T10:00:00Z", None),
         (
             "E0813 08:21:22.980000 1245483 torch/distributed/elastic/multiprocessing/api.py:984] failed",
             "0000-08-13T08:21:22",

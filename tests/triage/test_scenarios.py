@@ -94,8 +94,10 @@ def cited_evidence(report: Report, log_dir: Path) -> dict[tuple[str, int], str]:
 def assert_collective_dated(report: Report, planted: Planted) -> None:
     """Some timeline event dates the stuck collective: watchdog time minus the timeout, to the second."""
     assert planted.collective_issued_at is not None
-    times = [datetime.fromisoformat(e.time.replace("Z", "+00:00")) for e in report.timeline if e.time]
-    closest = min((abs(t - planted.collective_issued_at) for t in times), default=None)
+    # The generated logs write UTC without a zone, and zone-less times are printed as written.
+    times = [datetime.fromisoformat(e.time.removesuffix("Z")) for e in report.timeline if e.time]
+    issued = planted.collective_issued_at.replace(tzinfo=None)
+    closest = min((abs(t - issued) for t in times), default=None)
     assert closest is not None and closest <= timedelta(seconds=2), (
         f"{planted.name}: nothing near {planted.collective_issued_at} in "
         f"{[(e.time, e.event) for e in report.timeline]}"

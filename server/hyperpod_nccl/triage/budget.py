@@ -18,7 +18,7 @@ from typing import TypeVar
 from hyperpod_nccl.models import Finding, Report, Status
 from hyperpod_nccl.render import render_json, shorten
 
-BUDGET_BYTES = 8_000
+BUDGET_BYTES = 8_192  # 8 KB as printed (issue 14): indented, what the CLI and the MCP tool return
 _SHORT_TEXT = 200
 _SHORT_DETAIL = 160
 _SHORT_LINE = 120
@@ -169,22 +169,36 @@ def _trim_cause(trim: _Trim) -> None:
         cause.chain = [shorten(step, _SHORT_TEXT) for step in cause.chain]
 
 
-def _bare(trim: _Trim) -> None:
-    """Last resort: the culprit's activity without the waiting rank's, one span of times, the
-    consequences without their own evidence."""
+def _culprit_only(trim: _Trim) -> None:
+    """The culprit's activity without the waiting rank's, one span of times, no notes: before the
+    root cause's own evidence is shortened."""
     report = trim.report
     waiting = [a for a in report.activity if a.role == "waiting"]
     if waiting:
         trim.record("activity waiting", len(waiting), 0)
         report.activity = [a for a in report.activity if a.role != "waiting"]
+        for activity in waiting:  # dropped whole: counted once, above
+            trim.lengths.pop(f"activity rank {activity.rank} before", None)
     if report.job:
         report.job.rank_times = trim.keep("job rank_times", report.job.rank_times, 1)
         report.job.notes = trim.keep("job notes", report.job.notes, 0)
-    for finding in report.findings:
-        if finding.consequence_of:  # what it followed from is quoted by the root cause's finding
+
+
+def _consequences_unquoted(trim: _Trim) -> None:
+    """Consequences without their own evidence: what they followed from is quoted by the root
+    cause's finding."""
+    for finding in trim.report.findings:
+        if finding.consequence_of:
             finding.evidence = trim.keep(f"{finding.id} evidence", finding.evidence, 0)
+
+
+def _bare(trim: _Trim) -> None:
+    """Last resort: every quoted line shorter, the root cause's least."""
+    report = trim.report
+    for finding in report.findings:
+        chars = _SHORT_TEXT if finding.id == trim.protected else _SHORT_LINE
         for item in finding.evidence:
-            item.text = shorten(item.text, _SHORT_LINE)
+            item.text = shorten(item.text, chars)
     job = report.job
     quoted = [g.evidence for g in job.transports] if job else []
     quoted += [job.outcome.evidence] if job and job.outcome and job.outcome.evidence else []
@@ -200,10 +214,24 @@ def _minimal(trim: _Trim) -> None:
         finding.nodes = trim.keep(f"{finding.id} nodes", finding.nodes, 4)
         finding.detail = shorten(finding.detail, _SHORT_DETAIL)
         finding.suggested_commands = trim.keep(
-            f"{finding.id} suggested_commands", finding.suggested_commands, 2
+            f"{finding.id} suggested_commands", finding.suggested_commands, 1
         )
-        if finding.id == trim.protected:
-            finding.evidence = trim.keep(f"{finding.id} evidence", finding.evidence, 4)
+
+
+def _root_evidence_lines(count: int) -> Reduction:
+    """The root cause's own evidence loses lines before any is shortened: it is the answer's proof,
+    and its first lines are the decisive ones."""
+
+    def reduce(trim: _Trim) -> None:
+        for finding in trim.report.findings:
+            if finding.id == trim.protected:
+                finding.evidence = trim.keep(f"{finding.id} evidence", finding.evidence, count)
+
+    return reduce
+
+
+def _short_evidence(trim: _Trim) -> None:
+    for finding in trim.report.findings:
         for item in finding.evidence:
             item.text = shorten(item.text, _SHORT_TEXT)
 
@@ -220,7 +248,12 @@ REDUCTIONS: tuple[Reduction, ...] = (
     _trim_job,
     _drop_noise,
     _trim_cause,
+    _culprit_only,
     _minimal,
+    _consequences_unquoted,
+    _root_evidence_lines(4),
+    _root_evidence_lines(2),
+    _short_evidence,
     _bare,
 )
 

@@ -1,0 +1,84 @@
+"""What the culprit was doing and which transport each node chose (issue 14 item 3), read from
+real files through the triage entry points."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hyperpod_nccl.flight_recorder.join import split_inputs
+from hyperpod_nccl.triage.discover import discover
+from hyperpod_nccl.triage.engine import analyse, run_triage, scan_all, window_reader
+from tests.triage import scenarios
+
+
+def test_the_stalled_rank_shows_its_last_step_next_to_a_rank_that_waited(tmp_path: Path) -> None:
+    planted = scenarios.straggler_2_4_per_rank(tmp_path)
+    report = run_triage([planted.log_dir])
+    culprit = next(a for a in report.activity if a.role == "culprit")
+    assert culprit.rank == planted.culprit_ranks[0]
+    assert culprit.last_progress is not None and "step" in culprit.last_progress.text
+    assert culprit.last_progress.line < int(culprit.until.split()[1])
+    waiting = [a for a in report.activity if a.role == "waiting"]
+    assert all(a.rank not in planted.culprit_ranks for a in waiting)
+
+
+def test_an_interleaved_file_quotes_only_the_culprits_own_lines(tmp_path: Path) -> None:
+    planted = scenarios.straggler_current_slurm(tmp_path)  # one file per node, srun-labelled ranks
+    report = run_triage([planted.log_dir])
+    culprit = next(a for a in report.activity if a.role == "culprit")
+    rank = planted.culprit_ranks[0]
+    lines = [*([culprit.last_progress] if culprit.last_progress else []), *culprit.before]
+    assert lines, culprit
+    assert all(line.text.startswith(f"{rank}: ") for line in lines), lines
+
+
+def test_one_node_on_tcp_among_efa_nodes_stands_out(tmp_path: Path) -> None:
+    planted = scenarios.tcp_fallback_current_kubectl(tmp_path)
+    report = run_triage([planted.log_dir])
+    assert report.job is not None
+    groups = {group.transport: group for group in report.job.transports}
+    efa = next(g for name, g in groups.items() if name.startswith("EFA"))
+    tcp = next(g for name, g in groups.items() if name.startswith("TCP"))
+    assert efa.node_count == 3 and efa.nodes == []  # the majority is counted
+    assert tcp.nodes == list(planted.culprit_nodes) and tcp.nics == 1  # the outlier is named
+    assert "Selected provider is tcp" in tcp.evidence.text
+
+
+def test_a_log_gone_before_the_look_back_says_so(tmp_path: Path) -> None:
+    planted = scenarios.straggler_2_4_per_rank(tmp_path)
+    found = discover([planted.log_dir], [])
+    logs, _ = split_inputs(found.files)
+    scans = scan_all(logs)
+    for item in logs:  # rotated away between the scan and the look-back
+        item.path.unlink()
+    report = analyse(scans, found.skipped, reader=window_reader(logs))
+    assert report.root_cause is not None and report.root_cause.culprit_ranks == list(planted.culprit_ranks)
+    assert report.activity and all(a.note and "could not be read" in a.note for a in report.activity)
+
+
+def test_garbage_and_a_huge_line_before_the_stall_do_not_leak_into_the_activity(tmp_path: Path) -> None:
+    planted = scenarios.straggler_2_4_per_rank(tmp_path)
+    rank = planted.culprit_ranks[0]
+    culprit_log = next(
+        p for p in planted.log_dir.rglob("*") if p.is_file() and p.name.endswith(f"-{rank}.out")
+    )
+    lines = culprit_log.read_bytes().split(b"\n")
+    stall = next(i for i, line in enumerate(lines) if b"Last enqueued NCCL work" in line)
+    junk = [b"\xff\xfe garbage \xc3\x28", b"x" * 2_000_000]
+    culprit_log.write_bytes(b"\n".join([*lines[: stall - 1], *junk, *lines[stall - 1 :]]))
+    report = run_triage([planted.log_dir])
+    culprit = next(a for a in report.activity if a.role == "culprit")
+    shown = [*([culprit.last_progress] if culprit.last_progress else []), *culprit.before]
+    assert all(len(line.text) <= 200 for line in shown)
+    assert report.root_cause is not None and report.root_cause.culprit_ranks == [rank]
+
+
+def test_the_cli_prints_the_activity_and_the_transports(tmp_path: Path) -> None:
+    planted = scenarios.tcp_fallback_current_kubectl(tmp_path)
+    command = [sys.executable, "-m", "hyperpod_nccl", "triage", str(planted.log_dir)]
+    printed = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False).stdout
+    assert f"transport on {planted.culprit_nodes[0]}: TCP" in printed
+    assert "transport on 3 nodes: EFA" in printed
+    assert "What the culprit was doing" in printed
