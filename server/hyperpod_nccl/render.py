@@ -178,7 +178,11 @@ def _job_lines(job: JobSummary) -> list[str]:
         lines.append(f"  versions on {where}: {versions or 'not printed'}")
     for transport in job.transports:
         where = _listing(transport.nodes) if transport.nodes else f"{transport.node_count} nodes"
-        nics = f", {transport.nics} NIC{'s' if transport.nics != 1 else ''}" if transport.nics is not None else ""
+        nics = (
+            f", {transport.nics} NIC{'s' if transport.nics != 1 else ''}"
+            if transport.nics is not None
+            else ""
+        )
         quoted = transport.evidence
         lines.append(f"  transport on {where}: {transport.transport}{nics} ({quoted.source}:{quoted.line})")
     if job.outcome:

@@ -547,3 +547,144 @@ def test_a_store_connection_that_timed_out_is_an_unreachable_address(tmp_path: P
     report = triage(tmp_path, {"worker.log": "Starting elastic_operator with launch configs\n" + text})
     assert cause(report)[0] == Category.CONFIG, describe(report)
     assert any(f.id == "triage.config.store_unreachable" for f in report.findings)
+
+
+# --- a node that died or was taken away under the job ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "node"),
+    [
+        (
+            "(raylet) The node with node id: 5d0c2e and address: 10.0.4.17 and node name: 10.0.4.17 has been "
+            "marked dead because the detector has missed too many heartbeats from it.\n",
+            None,
+        ),
+        ("ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 8a1f\n", None),
+        (
+            "ray.exceptions.NodeDiedError: Task failed because the node it was running on is dead or "
+            "unavailable.\n",
+            None,
+        ),
+        (
+            "(autoscaler +12m3s) Instance k-7f01 (node IP: 10.2.9.41) will be terminated soon (reason: "
+            "spot-preemption).\n",
+            "10.2.9.41",
+        ),
+    ],
+    ids=["gcs-heartbeats", "actor-node-died", "task-node-dead", "autoscaler-termination"],
+)
+def test_a_node_lost_under_ray_is_infrastructure(tmp_path: Path, text: str, node: str | None) -> None:
+    report = triage(tmp_path, {"driver.log": "Started training\n" + text + "RuntimeError: worker failed\n"})
+    assert cause(report)[0] == Category.INFRASTRUCTURE, describe(report)
+    if node:  # the finding names the node; a preemption blames no node as the culprit
+        assert node in report.findings[0].nodes, describe(report)
+
+
+# --- memory limits, driver states, libraries -----------------------------------------------------------
+
+
+def test_a_container_killed_for_memory_before_it_started_is_host_memory(tmp_path: Path) -> None:
+    line = (
+        "Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: "
+        "runc create failed: unable to start container process: container init was OOM-killed (memory "
+        "limit too low?): unknown\n"
+    )
+    report = triage(tmp_path, {"describe.txt": line})
+    assert cause(report)[0] == Category.HOST_OOM, describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000063)",
+        "NVRM: Xid (PCI:0000:b3:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 "
+        "(GPU Reset Required)",
+        "NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x26:0x56:1474)",
+        "NVRM: GPU at PCI:0000:18:00: GPU-3f1c NV_ERR_GPU_IS_LOST",
+    ],
+    ids=["gsp-assert", "xid-154", "rm-init-adapter", "gpu-is-lost"],
+)
+def test_a_driver_state_only_a_reset_clears_is_gpu_hardware(tmp_path: Path, line: str) -> None:
+    report = triage(
+        tmp_path,
+        {
+            "train.log": "RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n",
+            "node-logs/gpu-3.dmesg": f"[12345.6789] {line}\n",
+        },
+    )
+    assert cause(report)[0] == Category.GPU_HARDWARE, describe(report)
+
+
+@pytest.mark.parametrize("symbol", ["ncclCommRegister", "ncclMemFree", "ncclCommInitRankConfig"])
+def test_an_undefined_nccl_symbol_is_two_nccl_builds(tmp_path: Path, symbol: str) -> None:
+    library = "/opt/conda/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so"
+    line = f"OSError: {library}: undefined symbol: {symbol}"
+    report = triage(tmp_path, {"import.log": line + "\n"})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    assert any(f.id == "triage.software.nccl_symbol" for f in report.findings)
+
+
+def test_nvls_failing_in_its_own_source_file_is_the_nvls_family(tmp_path: Path) -> None:
+    line = nccl_warn("node7", 31, 2, "transport/nvls.cc:160", "Cuda failure 801 'operation not supported'")
+    report = triage(tmp_path, {"rank2.log": line.lstrip("\n") + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.nvls" for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "gloo::IoException: [/tmp/horovod/third_party/gloo/gloo/rendezvous/http_store.cc:53] Wait timeout "
+        "for key(s): 12",
+        "RuntimeError: Wait timeout after 60 seconds for key(s): 3. You may want to increase the timeout via "
+        "HOROVOD_GLOO_TIMEOUT_SECONDS",
+        "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
+        "no error",
+    ],
+    ids=["horovod-http-store", "horovod-timeout-hint", "torch-gloo-mesh"],
+)
+def test_gloo_rendezvous_timeouts_are_rendezvous(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"worker.log": line + "\n"})
+    assert cause(report)[0] == Category.RENDEZVOUS, describe(report)
+
+
+# --- logs that stop during initialisation ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word", ["initializing ddp", "Initializing distributed"])
+def test_fewer_members_than_the_world_and_nothing_after_is_configuration(tmp_path: Path, word: str) -> None:
+    lines = [f"{word}: GLOBAL_RANK: {r}, MEMBER: {r + 1}/16" for r in range(8)]
+    report = triage(tmp_path, {"slurm-77.out": "\n".join(lines) + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert report.findings[0].title.startswith("Only 8 of 16 processes")
+
+
+def test_every_member_present_is_not_a_missing_member(tmp_path: Path) -> None:
+    lines = [f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/4" for r in range(4)]
+    report = triage(tmp_path, {"slurm-78.out": "\n".join(lines) + "\n"})
+    assert not any(f.id == "triage.config.members_missing" for f in report.findings)
+
+
+def _nccl_init(complete: bool) -> str:
+    lines = [
+        "gpu-1:901:901 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>",
+        "gpu-1:901:901 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+        "NCCL version 2.18.5+cuda12.2",
+        "gpu-1:901:930 [1] NCCL INFO Setting affinity for GPU 1 to ff00ff",
+        "gpu-1:901:930 [1] NCCL INFO Channel 00/02 :    0   1",
+    ]
+    if complete:
+        lines.append(
+            "gpu-1:901:930 [1] NCCL INFO comm 0x5581 rank 1 nranks 2 cudaDev 1 busId 3000 - Init COMPLETE"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def test_nccl_init_that_never_completed_is_named_and_a_missing_verbs_library_is_not(tmp_path: Path) -> None:
+    report = triage(tmp_path / "hung", {"run.log": _nccl_init(complete=False)})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert report.root_cause and report.root_cause.confidence == "low"
+    assert not any("libibverbs" in e.text for f in report.findings for e in f.evidence)
+    done = triage(tmp_path / "done", {"run.log": _nccl_init(complete=True)})
+    assert not any(f.id == "triage.config.nccl_init_stalled" for f in done.findings), describe(done)

@@ -167,6 +167,21 @@ _SIMPLE: dict[str, Meaning] = {
         88,
         "debugging-guide.md § 16",
     ),
+    "gpu_reset_required": _fail(
+        "triage.gpu.reset_required",
+        "The GPU driver or its GSP firmware needs a GPU reset or a reboot",
+        C.GPU_HARDWARE,
+        93,
+        "debugging-guide.md § 5",
+    ),
+    "nccl_symbol": _fail(
+        "triage.software.nccl_symbol",
+        "PyTorch loaded a different libnccl than it was built with (undefined NCCL symbol): two NCCL "
+        "packages installed, or LD_LIBRARY_PATH picks another",
+        C.SOFTWARE,
+        80,
+        "debugging-guide.md § 10",
+    ),
     "preempted": _fail(
         "triage.infra.preempted", "Workload preempted", C.INFRASTRUCTURE, 85, "debugging-guide.md § 16"
     ),
@@ -529,6 +544,7 @@ XID_MEANINGS: dict[int, tuple[str, bool]] = {
     109: ("context-switch timeout", True),
     119: ("GSP RPC timeout", True),
     120: ("GSP error", True),
+    154: ("GPU recovery action: reset or reboot required", True),
 }
 
 _CONSEQUENCE_CLASSES = frozenset(

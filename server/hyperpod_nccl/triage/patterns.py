@@ -194,6 +194,20 @@ GPU = (
     ),
     # `Cuda failure 'x'` (NCCL), `Cuda failure 1 'x'` (NCCL ≥ 2.19), `Test CUDA failure common.cu:941 'x'`
     # (nccl-tests), `Failed: Cuda error nccl.cu:60 'x'` (applications built on NCCL's example macros).
+    # NVLS setup failing in NCCL's own source file, whatever CUDA error it reports.
+    _p("nvls", "nvls.cc:", r"transport/nvls\.cc:\d+ NCCL WARN"),
+    # The driver or its GSP firmware in a state only a GPU reset or a reboot clears.
+    _p(
+        "gpu_reset_required",
+        (
+            "NV_ERR_RESET_REQUIRED",
+            "GPU Reset Required",
+            "NV_ERR_GPU_IS_LOST",
+            "RmInitAdapter failed",
+            "GPU marked for reset",
+            "Node Reboot Required",
+        ),
+    ),
     _p(
         "cuda_error",
         ("Cuda failure", "CUDA failure", "Cuda error ", "CUDA error "),
@@ -225,6 +239,8 @@ PROCESS = (
     _p("oom_killed", "Killed process", r"Killed process (?P<pid>\d+) \((?P<comm>[^)]*)\)", key="pid"),
     _p("oom_killed", "Detected", r"Detected (?P<events>\d+) oom[_-]kill event"),
     _p("oom_killed", "OOMKilled"),
+    # runc's `container init was OOM-killed (memory limit too low?)`: the limit cannot hold even the start.
+    _p("oom_killed", ("OOM-killed", "OOM killed")),
     # Ray's memory monitor (`Workers (tasks / actors) killed due to memory pressure (OOM)`,
     # `OutOfMemoryError: Task was killed due to the node running low on memory`) and the kernel's
     # own `python invoked oom-killer` / `oom-kill:constraint=…` lines.
@@ -405,6 +421,11 @@ CONFIG = (
             "NCCL communicator and retrieving",
             "TCP client failed to connect",
             "Socket Timeout",
+            # Gloo's rendezvous store (Horovod's http_store, torch's gloo backend)
+            "Wait timeout for key(s)",
+            "Wait timeout after",
+            "connectFullMesh failed",
+            "HOROVOD_GLOO_TIMEOUT_SECONDS",
         ),
         # Bounded repeats: `\d+` after `.*?` backtracked quadratically over a 64 KiB run of digits.
         r"^(?=(?:.*?connect to \((?P<master>[^,\s]{1,253}), (?P<port>\d{1,5})\))?)"
@@ -416,6 +437,8 @@ CONFIG = (
     # the loader cannot find, a container command not in $PATH, Open MPI's "could not find / access
     # the executable", slurmstepd's execve() of a missing program. Bare `command not found` is
     # limited to launchers and interpreters: prologs print it for harmless tools (`module: …`).
+    # libtorch built against a newer NCCL than the libnccl the loader found.
+    _p("nccl_symbol", "undefined symbol: nccl"),
     _p(
         "missing_program",
         (
@@ -595,7 +618,28 @@ SCHEDULER = (
     _p("evicted", ("Evicted", "The node was low on resource", "TaintManagerEviction")),
     _p("node_failure", ("NodeNotReady", "Kubelet stopped posting node status")),
     _p("node_failure", "Node failure on", r"Node failure on (?P<host>[\w.-]+)", key="host"),
+    # Ray's words for a node that died under its workers: the GCS missed its heartbeats, or an
+    # actor / task died with it (`… and ip: 10.0.0.3 has been marked dead because the detector has
+    # missed too many heartbeats`, `The actor died because its node has died`).
+    _p(
+        "node_failure",
+        ("missed too many heartbeats", "because its node has died", "node it was running on is dead"),
+        r"^(?:.*?\bip: (?P<host>\d{1,3}(?:\.\d{1,3}){3}))?",
+    ),
     _p("preempted", "Preempted"),
+    # An autoscaler or cloud taking a node away: KubeRay / Ray's `Instance … (node IP: 10.1.2.3) will
+    # be terminated soon (reason: kubernetes-pod-termination)`, a spot reclaim, an actor whose node
+    # was preempted.
+    _p(
+        "preempted",
+        (
+            "will be terminated soon",
+            "node was preempted",
+            "Spot Instance interruption",
+            "spot instance interruption",
+        ),
+        r"^(?:.*?node IP: (?P<host>\d{1,3}(?:\.\d{1,3}){3}))?",
+    ),
     _p(
         "sigterm",
         ("SIGTERM", "SignalException", "Received "),
@@ -783,7 +827,14 @@ PYTHON = (
         # at the start of the message, or after a logger's level word (`… - ERROR - KeyError: 'x'`)
         r"^(?:.*?\b(?:ERROR|CRITICAL|FATAL)\b[\]:|\s-]*)?\s*" + _EXCEPTION_CLASS + r"(?::\s*(?P<what>.*))?$",
     ),
-    _p("nccl_warn", "NCCL WARN", r" NCCL WARN (?P<what>.*)$"),
+    # Not the WARNs NCCL prints when an optional part is absent and it carries on without it (no
+    # verbs library: no IB, sockets instead; no net plugin): the transport lines say what it used.
+    _p(
+        "nccl_warn",
+        "NCCL WARN",
+        r" NCCL WARN (?!Failed to open libibverbs|NET/Plugin ?: ?(?:No plugin found|Failed to find))"
+        r"(?P<what>.*)$",
+    ),
     # NCCL ≤ 2.3 printed `host:pid:tid [dev] file.cu:61 WARN …`, without `NCCL`.
     _p("nccl_warn", " WARN ", r"^[\w./-]+:\d+ WARN (?P<what>.*)$"),
     # NCCL's WARN texts pasted without their prefix (a title, a quote): a verbs call that failed, the
@@ -904,6 +955,15 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         key="version",
     ),
     _p("training_done", ("Trainer.fit` stopped", "Training completed. Do not forget")),
+    # Lightning announces each process joining the world: `initializing ddp: GLOBAL_RANK: 3, MEMBER: 4/8`
+    # (≤ 1.5), `Initializing distributed: GLOBAL_RANK: 3, MEMBER: 4/8` (≥ 1.6).
+    _p(
+        "ddp_member",
+        ("initializing ddp:", "Initializing distributed:"),
+        r"(?i)initializing (?:ddp|distributed): GLOBAL_RANK: (?P<global_rank>\d+), MEMBER: (?P<member>\d+)/"
+        r"(?P<world>\d+)",
+        key="global_rank",
+    ),
     _p(
         "ofi_version",
         ("NET/OFI Initializing aws", "NET/OFI Using aws"),

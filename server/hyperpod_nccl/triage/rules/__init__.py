@@ -18,6 +18,7 @@ from hyperpod_nccl.triage.model import Incident, rules_of
 from hyperpod_nccl.triage.rules.catalogue import catalogue
 from hyperpod_nccl.triage.rules.diverged import diverged_after_training
 from hyperpod_nccl.triage.rules.exits import silent_exit
+from hyperpod_nccl.triage.rules.members import members_missing, nccl_init_stalled
 from hyperpod_nccl.triage.rules.nccl import nccl_verdict
 from hyperpod_nccl.triage.rules.outcome import Outcome, Rule
 from hyperpod_nccl.triage.rules.progress import busy_outside_nccl
@@ -34,6 +35,8 @@ RULES: tuple[Rule, ...] = (
     busy_outside_nccl,
     diverged_after_training,
     ais_counters,
+    members_missing,
+    nccl_init_stalled,
 )
 
 __all__ = ["RULES", "Outcome", "Rule", "run_rules"]

@@ -47,7 +47,7 @@ _CONSEQUENCES: dict[str, tuple[str, str]] = {
     "nccl_aborted": ("an aborted NCCL communicator", "debugging-guide.md § 3"),
     "socket_closed": ("NCCL connections closed by a peer", "debugging-guide.md § 3"),
     "worker_exit": (
-        "a worker exit with an error code or signal (torchrun's first observed failure when it names one)",
+        "a worker exit with an error code or signal",
         "debugging-guide.md § 1",
     ),
     "srun_task": ("an srun task that failed", "debugging-guide.md § 16"),
