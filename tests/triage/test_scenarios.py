@@ -244,12 +244,30 @@ def test_cli_exits_1_with_the_root_cause_in_json_when_it_finds_an_incident(
     assert report["root_cause"]["culprit_ranks"] == list(planted.culprit_ranks)
 
 
-def test_cli_reads_the_storage_log_directory_as_second_argument(corpus: dict[str, Planted]) -> None:
+@pytest.mark.parametrize("form", ["--storage", "two folders"])
+def test_cli_reads_the_storage_logs_given_with_storage_or_as_the_second_folder(
+    corpus: dict[str, Planted], form: str
+) -> None:
     planted = corpus["storage_retries_exhausted_current_per_rank"]
     assert planted.storage_dir is not None
-    result = cli(planted.log_dir, planted.storage_dir, "--json")
+    storage = ["--storage", planted.storage_dir] if form == "--storage" else [planted.storage_dir]
+    result = cli(planted.log_dir, *storage, "--json")
     assert result.returncode == 1, result.stderr
-    assert json.loads(result.stdout)["root_cause"]["category"] == "storage_io"
+    report = json.loads(result.stdout)
+    assert report["root_cause"]["category"] == "storage_io"
+    assert any(f["id"].startswith("triage.storage.ais") for f in report["findings"])
+    assert ("two-folder form" in result.stderr) == (form == "two folders")
+
+
+def test_cli_reads_every_file_it_is_given_as_worker_logs(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("RuntimeError: NCCL error: unhandled cuda error, NCCL version 2.10.3\n")
+    (tmp_path / "dmesg.txt").write_text(
+        "[1.0] NVRM: Xid (PCI:0000:53:00): 79, pid=4242, GPU has fallen off the bus.\n"
+    )
+    result = cli(tmp_path / "a.txt", tmp_path / "dmesg.txt", "--json")
+    report = json.loads(result.stdout)
+    assert report["summary"]["files_read"] == 2, result.stderr
+    assert report["root_cause"]["category"] == "gpu_hardware"
 
 
 def test_cli_exits_0_on_a_healthy_run(corpus: dict[str, Planted]) -> None:
