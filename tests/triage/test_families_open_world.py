@@ -688,3 +688,15 @@ def test_nccl_init_that_never_completed_is_named_and_a_missing_verbs_library_is_
     assert not any("libibverbs" in e.text for f in report.findings for e in f.evidence)
     done = triage(tmp_path / "done", {"run.log": _nccl_init(complete=True)})
     assert not any(f.id == "triage.config.nccl_init_stalled" for f in done.findings), describe(done)
+
+
+def test_open_mpis_first_failed_process_banner_names_the_rank(tmp_path: Path) -> None:
+    banner = (
+        "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n\n"
+        "  Process name: [[40321,1],13]\n"
+        "  Exit code:    1\n"
+    )
+    report = triage(tmp_path, {"mpirun.out": banner})
+    exits = [e for f in report.findings for e in f.evidence if "Process name" in e.text]
+    assert exits and exits[0].rank == 13, describe(report)

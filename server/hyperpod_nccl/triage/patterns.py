@@ -313,6 +313,9 @@ PROCESS = (
     _p("worker_exit", "non-zero exit status", r"non-zero exit status (?P<code>-?\d+)"),
     _p("worker_exit", "KILLED BY SIGNAL:", r"KILLED BY SIGNAL: (?P<signal>\d+)"),
     _p("worker_exit", "EXIT STRING:", r"EXIT STRING: .*\(signal (?P<signal>\d+)\)"),
+    # Open MPI's banner for the first process to exit non-zero: `Process name: [[11192,1],8]`, the
+    # job and the global rank (the exit code follows on its own line).
+    _p("worker_exit", "Process name: [[", r"(?P<nonzero>)Process name: \[\[\d+,\d+\],(?P<mpi_rank>\d+)\]"),
     _p(
         "worker_exit",
         "exited on signal",
