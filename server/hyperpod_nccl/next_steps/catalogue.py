@@ -513,6 +513,32 @@ def _environment(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _control_plane(facts: Facts) -> list[SuggestedCommand]:
+    """HyperPod's view of the instance next to Kubernetes' view of its node."""
+    found = _node_health(facts)[:1] if facts.instance_id or facts.cluster else []
+    found.append(
+        suggest(
+            "kubectl describe node",
+            value(KubeNodeName, facts.node),
+            why="the node's conditions and when its Ready condition last changed",
+            permission="nodes: get",
+        )
+    )
+    return found
+
+
+def _lost_pod_logs(facts: Facts) -> list[SuggestedCommand]:
+    """What a restarted container wrote before it restarted."""
+    return [
+        suggest(
+            "kubectl logs --previous",
+            *_pod_words(facts),
+            why="the log of the container instance before its restart",
+            permission="pods/log: get",
+        )
+    ]
+
+
 def _node_health(facts: Facts) -> list[SuggestedCommand]:
     found = []
     if facts.instance_id or facts.cluster:
@@ -634,6 +660,8 @@ SECTION_STEPS: dict[str, Steps] = {
     "operations.md § 4": _cloudwatch,
     "operations.md § 5": _environment,
     "operations.md § 6": _node_health,
+    "operations.md § 6.1": _control_plane,
+    "operations.md § 4.1": _lost_pod_logs,
     "operations.md § 7": _slurm_nodes,
     "operations.md § 8": _security_groups,
     "gpu-metrics.md § 3": _gpu_lost,

@@ -213,8 +213,10 @@ def _minimal(trim: _Trim) -> None:
         finding.ranks = trim.keep(f"{finding.id} ranks", finding.ranks, 16)
         finding.nodes = trim.keep(f"{finding.id} nodes", finding.nodes, 4)
         finding.detail = shorten(finding.detail, _SHORT_DETAIL)
+        # the root cause's own commands are what the user runs next: they stay
+        kept = 3 if finding.id == trim.protected else 1
         finding.suggested_commands = trim.keep(
-            f"{finding.id} suggested_commands", finding.suggested_commands, 1
+            f"{finding.id} suggested_commands", finding.suggested_commands, kept
         )
 
 

@@ -979,6 +979,8 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         r"(?i)(?:torch==|torch version:? |torch_version[=:] ?)v?(?P<version>\d+\.\d+\.\d+[\w.+]*)",
         key="version",
     ),
+    # Any NCCL's word that a communicator is up (the line's layout changed across versions).
+    _p("init_complete", "Init COMPLETE"),
     _p(
         "comm_rank",
         "Init COMPLETE",

@@ -24,7 +24,7 @@ from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 MEMBERS_ID = "triage.config.members_missing"
 INIT_STALLED_ID = "triage.config.nccl_init_stalled"
 _WEIGHT = 52  # below any failure a line names: those say why the others are missing
-_LATER_PHASE = ("progress", "wd_timeout", "wd_status", "traceback", "exception", "comm_rank")
+_LATER_PHASE = ("progress", "wd_timeout", "wd_status", "traceback", "exception", "init_complete")
 
 
 def members_missing(incident: Incident) -> Outcome:
@@ -63,7 +63,8 @@ def members_missing(incident: Incident) -> Outcome:
 
 def nccl_init_stalled(incident: Incident) -> Outcome:
     started = incident.index.kind("nccl_version")
-    if not started or incident.index.kind(*_LATER_PHASE) or incident.groups:
+    at_info_level = incident.index.kind("net_addr")  # NCCL's bootstrap lines: NCCL_DEBUG=INFO was on
+    if not (started and at_info_level) or incident.index.kind(*_LATER_PHASE) or incident.groups:
         return Outcome()
     last = max(incident.events, key=lambda e: (e.source, e.line))
     finding = Finding(
