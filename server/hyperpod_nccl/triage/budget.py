@@ -20,6 +20,7 @@ from hyperpod_nccl.render import render_json, shorten
 
 BUDGET_BYTES = 8_192  # 8 KB as printed (issue 14): indented, what the CLI and the MCP tool return
 _SHORT_TEXT = 200
+_ROOT_TEXT = 320  # the root cause's own lines: what decides is often at their end
 _SHORT_DETAIL = 160
 _SHORT_LINE = 120
 _BARE_LINE = 80
@@ -196,7 +197,7 @@ def _bare(trim: _Trim) -> None:
     """Last resort: every quoted line shorter, the root cause's least."""
     report = trim.report
     for finding in report.findings:
-        chars = _SHORT_TEXT if finding.id == trim.protected else _SHORT_LINE
+        chars = _ROOT_TEXT if finding.id == trim.protected else _SHORT_LINE
         for item in finding.evidence:
             item.text = shorten(item.text, chars)
     job = report.job
@@ -204,6 +205,11 @@ def _bare(trim: _Trim) -> None:
     quoted += [job.outcome.evidence] if job and job.outcome and job.outcome.evidence else []
     for line in quoted:
         line.text = shorten(line.text, _BARE_LINE)
+    if job is not None:
+        job.rank_map = trim.keep("job rank_map", job.rank_map, 2)
+        job.transports = trim.keep("job transports", job.transports, 2)
+    if report.root_cause is not None:
+        report.root_cause.chain = [shorten(step, _SHORT_LINE) for step in report.root_cause.chain]
 
 
 def _minimal(trim: _Trim) -> None:
@@ -214,7 +220,7 @@ def _minimal(trim: _Trim) -> None:
         finding.nodes = trim.keep(f"{finding.id} nodes", finding.nodes, 4)
         finding.detail = shorten(finding.detail, _SHORT_DETAIL)
         # the root cause's own commands are what the user runs next: they stay
-        kept = 3 if finding.id == trim.protected else 1
+        kept = 2 if finding.id == trim.protected else 1
         finding.suggested_commands = trim.keep(
             f"{finding.id} suggested_commands", finding.suggested_commands, kept
         )
@@ -234,8 +240,9 @@ def _root_evidence_lines(count: int) -> Reduction:
 
 def _short_evidence(trim: _Trim) -> None:
     for finding in trim.report.findings:
+        chars = _ROOT_TEXT if finding.id == trim.protected else _SHORT_TEXT
         for item in finding.evidence:
-            item.text = shorten(item.text, _SHORT_TEXT)
+            item.text = shorten(item.text, chars)
 
 
 REDUCTIONS: tuple[Reduction, ...] = (
