@@ -7,23 +7,17 @@ and found one or more; 2 the input or the arguments were unusable.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from hyperpod_nccl import __version__
-from hyperpod_nccl.bundle.cli import add_bundle_arguments, run_bundle
 from hyperpod_nccl.cli_common import EXIT_OK, EXIT_UNUSABLE, UsageError
-from hyperpod_nccl.compare_cli import add_compare_command_arguments, run_compare_command
-from hyperpod_nccl.diagnose.cli import add_diagnose_arguments, run_diagnose
 from hyperpod_nccl.guard.redact import redact_stderr
 from hyperpod_nccl.guard.text import escape_controls
-from hyperpod_nccl.metrics.cli import add_metrics_arguments, run_metrics
-from hyperpod_nccl.probes.cli import add_probe_arguments, run_probe
 from hyperpod_nccl.references import UnknownReference, default_index, list_reference_files
-from hyperpod_nccl.serve import add_serve_arguments, run_serve
-from hyperpod_nccl.slurm.cli import add_slurm_arguments, run_slurm
-from hyperpod_nccl.triage.cli import add_triage_arguments, run_triage_command
 
 
 def _references(args: argparse.Namespace) -> int:
@@ -53,7 +47,18 @@ def _add_references_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("section", nargs="?", help="a section number or heading, e.g. 11")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _from(module: str, name: str) -> Callable[..., Any]:
+    """A subcommand's function, imported when it is called: `triage` never loads the AWS and
+    Kubernetes clients that `diagnose` needs, and every command starts sooner."""
+
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args)
+
+    return call
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every subcommand; with `only`, the arguments of that one alone are loaded."""
     parser = argparse.ArgumentParser(
         prog="hyperpod-nccl",
         description=(
@@ -67,56 +72,62 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, help_text, add_arguments, run in COMMANDS:
         sub = commands.add_parser(name, help=help_text, description=help_text)
-        add_arguments(sub)
+        if only is None or name == only:
+            add_arguments(sub)
         sub.set_defaults(run=run)
     return parser
 
 
 # (name, help, add_arguments, run): one row per subcommand.
 COMMANDS: list[tuple[str, str, Callable[[argparse.ArgumentParser], None], Command]] = [
-    ("serve", "run the MCP server (stdio by default)", add_serve_arguments, run_serve),
+    (
+        "serve",
+        "run the MCP server (stdio by default)",
+        _from("hyperpod_nccl.serve", "add_serve_arguments"),
+        _from("hyperpod_nccl.serve", "run_serve"),
+    ),
     ("references", "list reference sections, or print one", _add_references_arguments, _references),
     (
         "diagnose",
         "diagnose a HyperPod cluster live (--cluster, --region) or from a saved bundle (--bundle)",
-        add_diagnose_arguments,
-        run_diagnose,
+        _from("hyperpod_nccl.diagnose.cli", "add_diagnose_arguments"),
+        _from("hyperpod_nccl.diagnose.cli", "run_diagnose"),
     ),
     (
         "triage",
         "triage worker logs of every rank: who hung, who waited, and why (exit 1 when issues are found)",
-        add_triage_arguments,
-        run_triage_command,
+        _from("hyperpod_nccl.triage.cli", "add_triage_arguments"),
+        _from("hyperpod_nccl.triage.cli", "run_triage_command"),
     ),
     (
         "compare",
         "compare two saved reports: fixed, still failing, new (exit 1 while anything remains)",
-        add_compare_command_arguments,
-        run_compare_command,
+        _from("hyperpod_nccl.compare_cli", "add_compare_command_arguments"),
+        _from("hyperpod_nccl.compare_cli", "run_compare_command"),
     ),
     (
         "bundle",
         "write a redacted escalation bundle (.tar.gz with CASE.md) for an AWS Support case",
-        add_bundle_arguments,
-        run_bundle,
+        _from("hyperpod_nccl.bundle.cli", "add_bundle_arguments"),
+        _from("hyperpod_nccl.bundle.cli", "run_bundle"),
     ),
     (
         "probe",
         "run the read-only node-health probe here (--local) or on sampled cluster nodes over SSM",
-        add_probe_arguments,
-        run_probe,
+        _from("hyperpod_nccl.probes.cli", "add_probe_arguments"),
+        _from("hyperpod_nccl.probes.cli", "run_probe"),
     ),
     (
         "metrics",
         "read DCGM GPU metrics from Prometheus or AMP: hang onset, silent GPUs, throttling, ECC, stragglers",
-        add_metrics_arguments,
-        run_metrics,
+        _from("hyperpod_nccl.metrics.cli", "add_metrics_arguments"),
+        _from("hyperpod_nccl.metrics.cli", "run_metrics"),
     ),
     (
         "slurm",
         "read Slurm here (login/controller node) or over SSM: controller, nodes, jobs, auto-resume",
-        add_slurm_arguments,
-        run_slurm,
+        _from("hyperpod_nccl.slurm.cli", "add_slurm_arguments"),
+        _from("hyperpod_nccl.slurm.cli", "run_slurm"),
     ),
 ]
 
@@ -128,7 +139,9 @@ def _one_line(error: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     redact_stderr()
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    named = next((word for word in given if not word.startswith("-")), None)
+    args = build_parser(named if named in {row[0] for row in COMMANDS} else None).parse_args(given)
     try:
         return args.run(args)
     except UsageError as error:
