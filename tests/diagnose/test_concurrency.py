@@ -14,7 +14,7 @@ from tests.diagnose.conftest import Stubs, planted_stubs
 from tests.diagnose.world import REGION, World
 from tests.servers.moto_server import MotoServer
 
-SLOW = 0.6
+SLOW = 1.5  # long enough that two calls in flight overlap even when moto answers slowly under load
 
 
 def _overlap(stubs: Stubs) -> bool:
