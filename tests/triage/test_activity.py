@@ -9,7 +9,8 @@ from pathlib import Path
 
 from hyperpod_nccl.flight_recorder.join import split_inputs
 from hyperpod_nccl.triage.discover import discover
-from hyperpod_nccl.triage.engine import analyse, run_triage, scan_all, window_reader
+from hyperpod_nccl.triage.engine import analyse, run_triage, window_reader
+from hyperpod_nccl.triage.parallel import scan_all
 from tests.triage import scenarios
 
 

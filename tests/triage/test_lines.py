@@ -17,7 +17,8 @@ from hyperpod_nccl.triage.lines import (
 
 
 def find_word(word: bytes):
-    def find(block: bytes) -> list[int]:
+    def find(view: memoryview) -> list[int]:
+        block = bytes(view)
         hits, position = [], block.find(word)
         while position >= 0:
             hits.append(position)

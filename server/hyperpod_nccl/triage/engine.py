@@ -8,13 +8,8 @@ what the CLI prints.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
-from multiprocessing import get_context
 from pathlib import Path
 
 from hyperpod_nccl.flight_recorder.join import dump_evidence, split_inputs
@@ -28,6 +23,7 @@ from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.facts import finding_facts, job_facts
 from hyperpod_nccl.triage.findings import decisive, evidence, rank_state_groups
 from hyperpod_nccl.triage.model import EvidenceSource, Incident, build_incident
+from hyperpod_nccl.triage.parallel import scan_all
 from hyperpod_nccl.triage.root_cause import (
     Candidate,
     Context,
@@ -38,13 +34,11 @@ from hyperpod_nccl.triage.root_cause import (
 )
 from hyperpod_nccl.triage.rules import run_rules
 from hyperpod_nccl.triage.run import describe_run
-from hyperpod_nccl.triage.scanner import read_before, scan_input
+from hyperpod_nccl.triage.scanner import read_before
 from hyperpod_nccl.triage.summary import job_summary
 from hyperpod_nccl.triage.timeline import Clock, build_timeline, collective_start
 from hyperpod_nccl.triage.transports import node_transports
 
-PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
-MAX_WORKERS = 4
 ORIGIN_EVIDENCE = 16
 _FINAL_KINDS = ("take_down", "sigterm")
 _LAUNCHER_EXIT_KINDS = ("worker_exit", "srun_task", "slurm_cancel")  # how a job's end is reported
@@ -85,28 +79,6 @@ def nothing_read(report: Report) -> str | None:
     reasons = "; ".join(f"{s.source}: {s.reason}" for s in report.skipped[:3])
     more = f" (+{len(report.skipped) - 3} more)" if len(report.skipped) > 3 else ""
     return f"no file could be read: {reasons}{more}"
-
-
-def scan_all(files: list[InputFile]) -> list[FileScan]:
-    """Scan every file once, across processes when the input is big enough to pay for them."""
-    workers = _worker_count(files)
-    if workers < 2:
-        return [scan_input(item) for item in files]
-    biggest_first = sorted(files, key=lambda f: -f.size)
-    try:
-        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
-            scans = list(pool.map(scan_input, biggest_first))
-    except BrokenProcessPool:  # a worker died (e.g. the OOM killer): the serial path still answers
-        scans = [scan_input(item) for item in biggest_first]
-    return sorted(scans, key=lambda scan: scan.source)
-
-
-def _worker_count(files: list[InputFile]) -> int:
-    """Processes are forked, which is only safe from a single-threaded process (the CLI, not the
-    MCP server's worker thread); forking keeps start-up cheap and never re-runs the entry point."""
-    if threading.active_count() > 1 or sum(f.size for f in files) < PARALLEL_MIN_BYTES:
-        return 1
-    return min(os.cpu_count() or 1, MAX_WORKERS, len(files))
 
 
 def analyse(

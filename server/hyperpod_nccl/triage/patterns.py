@@ -164,7 +164,11 @@ GPU = (
     _p("gpu_busy", "busy or unavailable"),
     # The same CUDA errors by the driver API's and the runtime's names (`CUDA_ERROR_ILLEGAL_ADDRESS`,
     # `cudaErrorLaunchFailure`), as JAX, CuPy, TensorFlow and C++ applications print them.
-    _p("ecc", ("ECC", "ECCUncorrectable"), r"uncorrectable ECC error|ECC_UNCORRECTABLE|ECCUncorrectable"),
+    _p(
+        "ecc",
+        ("ECC error", "ECC_UNCORRECTABLE", "ECCUncorrectable"),
+        r"uncorrectable ECC error|ECC_UNCORRECTABLE|ECCUncorrectable",
+    ),
     _p(
         "illegal_address",
         (
@@ -745,7 +749,8 @@ PROGRESS = (
     # A tqdm bar: what a rank busy outside NCCL (tokenising, indexing a dataset) prints.
     _p(
         "progress",
-        "%|",
+        # `%|` alone is a two-byte literal that slows the whole prefilter; the regex wants a digit first.
+        tuple(f"{digit}%|" for digit in range(10)),
         r"^.*(?<!\d)(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<done>[\d.]+\w?)/(?P<total>[\d.]+\w?)\s*"
         r"\[(?P<elapsed>[\d:]+)<",
     ),

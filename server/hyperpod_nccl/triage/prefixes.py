@@ -43,7 +43,9 @@ _SLURMSTEPD = re.compile(r"slurmstepd-([\w.-]+): ")
 _DMESG_T = re.compile(r"\[\w{3} (\w{3}) +(\d+) (\d\d:\d\d:\d\d) (\d{4})\] ")
 _DMESG = re.compile(r"\[\s*\d+\.\d+\] ")
 _JOURNAL = re.compile(r"(\w{3}) +(\d+) (\d\d:\d\d:\d\d) ([\w.-]+) kernel: ")
-_ANY_DATE = re.compile(r"\b(20\d\d-\d\d-\d\d)[ T_](\d\d:\d\d:\d\d)")
+# Led by a literal so the regex engine jumps between `20`s; `\b` in front would make it try every
+# position (30x slower on a long line). The word boundary is checked on the few matches instead.
+_ANY_DATE = re.compile(r"(20\d\d-\d\d-\d\d)[ T_](\d\d:\d\d:\d\d)")
 _MESSAGE_RANK = re.compile(r"\[(?:PG (?:ID )?(\d+)[^\]]*? )?Rank (\d+)\]|\[rank:? (\d+)\]")
 
 
@@ -68,9 +70,17 @@ def strip(line: str) -> Stripped:
     found.message = text
     if found.rank is None:
         found.rank = message_rank(text)
-    if found.stamp is None and (date := _ANY_DATE.search(text)):
+    if found.stamp is None and (date := _first_date(text)):
         found.stamp = f"{date.group(1)}T{date.group(2)}"
     return found
+
+
+def _first_date(text: str) -> re.Match[str] | None:
+    for date in _ANY_DATE.finditer(text):
+        start = date.start()
+        if not start or not (text[start - 1].isalnum() or text[start - 1] == "_"):
+            return date
+    return None
 
 
 def message_rank(message: str) -> int | None:

@@ -49,14 +49,13 @@ def _storage_finder() -> HitFinder:
     return build_hit_finder(STORAGE_PREFILTER)
 
 
-@cache
-def _event_dispatcher() -> Dispatcher:
-    return Dispatcher(EVENT_PATTERNS)
+# Facts first, then events, in one dispatcher: one anchor pass per line finds the candidates of both.
+_FACTS = frozenset(id(pattern) for pattern in FACT_PATTERNS + RUN_FACTS)
 
 
 @cache
-def _fact_dispatcher() -> Dispatcher:
-    return Dispatcher(FACT_PATTERNS + RUN_FACTS)
+def _log_dispatcher() -> Dispatcher:
+    return Dispatcher(FACT_PATTERNS + RUN_FACTS + EVENT_PATTERNS)
 
 
 @cache
@@ -192,7 +191,7 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
     report = ReadReport()
     state = _FileState(scan, source)
     finder = _storage_finder() if scan.storage else _log_finder()
-    dispatcher = _storage_dispatcher() if scan.storage else _event_dispatcher()
+    dispatcher = _storage_dispatcher() if scan.storage else _log_dispatcher()
     try:
         for number, text in select_lines(stream, finder, report):
             state.offset = report.at
@@ -226,16 +225,12 @@ def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str
         state.scan.unprefixed_lines += 1
     if number <= HEAD_LINES:
         _note_framework(state.scan, text)
-    if not state.scan.storage:
-        for fact in _fact_dispatcher().candidates(stripped.message):
-            fields = fact.match(stripped.message)
-            if fields is not None:
-                _record(state, fact, fields, number, text, stripped)
     for pattern in dispatcher.candidates(stripped.message):
         fields = pattern.match(stripped.message)
         if fields is not None:
             _record(state, pattern, fields, number, text, stripped)
-            return
+            if id(pattern) not in _FACTS:  # every fact a line states is kept, but only its first event
+                return
 
 
 _DAEMON_CLOCK = re.compile(r"[IWE] (\d\d:\d\d:\d\d)\.\d+ ")

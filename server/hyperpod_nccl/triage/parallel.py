@@ -1,0 +1,52 @@
+"""Scan every file once, across processes when the input is big enough to pay for them.
+
+The CLI is single-threaded, so it forks: start-up is cheap and the entry point never runs again.
+The MCP server triages in a worker thread, where fork is unsafe (another thread may hold a lock
+the child inherits); it spawns instead. Each triage gets its own pool, so two triages running at
+once share the cores through the OS scheduler instead of queueing behind each other's files.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import get_context
+from typing import Literal
+
+from hyperpod_nccl.triage.discover import InputFile
+from hyperpod_nccl.triage.events import FileScan
+from hyperpod_nccl.triage.scanner import scan_input
+
+PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
+MAX_WORKERS = 4
+
+
+@dataclass(frozen=True)
+class Plan:
+    workers: int
+    start: Literal["fork", "spawn"]
+
+
+def plan(files: list[InputFile]) -> Plan:
+    """How many processes scan `files`, and how they start."""
+    start: Literal["fork", "spawn"] = "fork" if threading.active_count() == 1 else "spawn"
+    if sum(f.size for f in files) < PARALLEL_MIN_BYTES:
+        return Plan(1, start)
+    return Plan(min(os.cpu_count() or 1, MAX_WORKERS, len(files)), start)
+
+
+def scan_all(files: list[InputFile]) -> list[FileScan]:
+    """One FileScan per file, sorted by source."""
+    chosen = plan(files)
+    if chosen.workers < 2:
+        return [scan_input(item) for item in files]
+    biggest_first = sorted(files, key=lambda f: -f.size)
+    try:
+        with ProcessPoolExecutor(chosen.workers, mp_context=get_context(chosen.start)) as pool:
+            scans = list(pool.map(scan_input, biggest_first))
+    except BrokenProcessPool:  # a worker died (e.g. the OOM killer): the serial path still answers
+        scans = [scan_input(item) for item in biggest_first]
+    return sorted(scans, key=lambda scan: scan.source)
