@@ -36,12 +36,14 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix $(LINT_PATHS)
 	$(BIN)/ruff format $(LINT_PATHS)
 
-## make bench: throughput and peak memory of log triage against rg and grep -E, of Flight
-## Recorder dumps (1,024 ranks x 2,000 entries), and the GPU metric checks' wall time
+## make bench: throughput and peak memory of log triage (CLI and MCP tool) against rg and grep -E,
+## triage at 1,024 / 8,192 / 32,768 ranks, Flight Recorder dumps (1,024 ranks x 2,000 entries),
+## and the GPU metric checks' wall time
 bench: $(STAMP)
 	@command -v rg >/dev/null || apt-get install -y -qq ripgrep >/dev/null 2>&1 \
 	  || echo "ripgrep not installed and could not be installed (apt-get install ripgrep)"
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/flight_recorder.py
 	$(BIN)/python bench/gpu_metrics.py
 

@@ -1,9 +1,12 @@
-"""`make bench`: log-triage throughput and peak memory, side by side with rg and grep -E.
+"""`make bench`: log-triage throughput and peak memory, side by side with ripgrep and grep -E.
 
 Generates (once, then reuses) a 1,024-rank straggler incident of at least `--size-gb` GB with the
-test fixture generator, then runs `hyperpod-nccl triage --json` over it, and ripgrep and
-`grep -E` with a prefilter regex that looks for the same kind of lines the triage reads. Each
-tool runs once: the machine is shared, and a second pass would only measure the page cache.
+test fixture generator. Then, in one run and interleaved so a busy moment hits every tool alike,
+it times `hyperpod-nccl triage --json` (the CLI), the `triage_logs` tool through the MCP server
+(over stdio, as a client calls it), ripgrep with the regex a person would grep with (the tiers of
+the seed's playbook) and with this bench's own prefilter, and `grep -E`. It prints the median of
+`--runs` runs, the ratio to ripgrep, the peak RSS, two MCP clients triaging at once, and whether
+the culprit came out; it exits 1 when the culprit is wrong.
 """
 
 from __future__ import annotations
@@ -28,7 +31,25 @@ from tests.triage.loggen import Job, step_line  # noqa: E402
 from tests.triage.scenarios import slurm_hosts, straggler_at_scale  # noqa: E402
 
 RANKS_PER_NODE = 8
-GOAL_RATIO = 0.5  # issue 3: at least half of ripgrep's throughput
+GOAL_RATIO = 1.0  # issue 13: at ripgrep's pace
+GOAL_RSS_MB = 300
+
+# The seed playbook's "find the fatal errors" tiers, joined as a person greps them all at once.
+SEED_TIERS = (
+    r"NCCL.*timeout|Watchdog caught collective operation timeout",
+    r"taking the entire process down",
+    r"SIGTERM|SIGKILL|SIGABRT",
+    r"CUDA error|CUDA out of memory|OOM",
+    r"RuntimeError|Exception.*Error",
+    r"AISBatchLoaderError|StopIteration",
+    r"Traceback \(most recent call last\)",
+    r"Connection reset|Connection broken|Connection refused",
+    r"retrying [0-9]+/[0-9]+",
+    r"timed out|deadline exceeded",
+    r"broken pipe",
+    r"First PG on this rank",
+)
+SEED_REGEX = "|".join(SEED_TIERS)
 
 # Literal anchors of the lines a triage has to read (shared/log-formats.md); what a person would grep for.
 PREFILTER_ANCHORS = (
@@ -124,18 +145,56 @@ def generate(out: Path, size_gb: float, ranks: int) -> tuple[Path, dict[str, Any
     return logs, record
 
 
-def run_tools(logs: Path) -> list[Measurement]:
-    results = [measure("hyperpod-nccl triage --json", [str(triage_command()), "triage", str(logs), "--json"])]
-    rg = shutil.which("rg")
-    if rg:
-        results.append(
-            measure("rg (prefilter)", [rg, "--count", "--no-messages", "-e", PREFILTER_REGEX, str(logs)])
-        )
+def tool_commands(logs: Path) -> dict[str, list[str]]:
+    commands = {
+        "triage (CLI)": [str(triage_command()), "triage", str(logs), "--json"],
+        "triage (MCP tool)": [sys.executable, str(REPO / "bench" / "mcp_triage.py"), str(logs)],
+    }
+    if rg := shutil.which("rg"):
+        commands["rg (seed tiers)"] = [rg, "--count", "--no-messages", "-e", SEED_REGEX, str(logs)]
+        commands["rg (prefilter)"] = [rg, "--count", "--no-messages", "-e", PREFILTER_REGEX, str(logs)]
     else:
-        print("rg not installed (apt-get install ripgrep)")
+        print("rg not installed (apt-get install ripgrep): no ratio to print")
     grep = shutil.which("grep") or "grep"
-    results.append(measure("grep -E (prefilter)", [grep, "-E", "-r", "-c", "-e", PREFILTER_REGEX, str(logs)]))
+    commands["grep -E (prefilter)"] = [grep, "-E", "-r", "-c", "-e", PREFILTER_REGEX, str(logs)]
+    return commands
+
+
+def run_tools(commands: dict[str, list[str]], runs: int) -> dict[str, list[Measurement]]:
+    """Every tool `runs` times, interleaved; the MCP tool's time is its call's, as it reports it."""
+    results: dict[str, list[Measurement]] = {tool: [] for tool in commands}
+    for _ in range(runs):
+        for tool, command in commands.items():
+            taken = measure(tool, command)
+            if tool == "triage (MCP tool)":
+                taken = _call_time(taken)
+            results[tool].append(taken)
     return results
+
+
+def _call_time(taken: Measurement) -> Measurement:
+    try:
+        seconds = float(json.loads(taken.stdout)["seconds"])
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return taken
+    return Measurement(taken.tool, seconds, taken.peak_rss_mb, taken.exit_code, taken.stdout)
+
+
+def two_clients(logs: Path) -> list[float]:
+    """Two MCP clients, each with its own server, triaging the same logs at once: the call times."""
+    command = [sys.executable, str(REPO / "bench" / "mcp_triage.py"), str(logs)]
+    children = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        for _ in range(2)
+    ]
+    seconds = []
+    for child in children:
+        out, _ = child.communicate()
+        try:
+            seconds.append(float(json.loads(out)["seconds"]))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            seconds.append(math.nan)
+    return seconds
 
 
 def triage_command() -> Path:
@@ -143,35 +202,53 @@ def triage_command() -> Path:
     return local if local.exists() else Path(shutil.which("hyperpod-nccl") or "hyperpod-nccl")
 
 
-def report(results: list[Measurement], size_bytes: int, record: dict[str, Any]) -> None:
-    megabytes = size_bytes / 1e6
-    print(f"\n{megabytes:,.0f} MB in {record['files']} files, {record['ranks']} ranks\n")
-    print(f"{'tool':<30} {'wall s':>8} {'MB/s':>9} {'peak RSS MB':>12} {'exit':>5}")
-    for r in results:
+def median(measurements: list[Measurement]) -> Measurement:
+    ordered = sorted(measurements, key=lambda m: m.wall_seconds)
+    middle = ordered[len(ordered) // 2]
+    peak = max(m.peak_rss_mb for m in measurements)
+    return Measurement(middle.tool, middle.wall_seconds, peak, middle.exit_code, middle.stdout)
+
+
+def report(results: dict[str, list[Measurement]], record: dict[str, Any], runs: int) -> list[str]:
+    """Prints the table and the verdicts; returns what went wrong with the diagnosis, if anything."""
+    megabytes = int(record["bytes"]) / 1e6
+    size = f"{megabytes:,.0f} MB in {record['files']} files, {record['ranks']} ranks"
+    print(f"\n{size}; median of {runs} runs\n")
+    print(f"{'tool':<22} {'wall s':>8} {'MB/s':>9} {'peak RSS MB':>12} {'exit':>5}")
+    medians = {tool: median(taken) for tool, taken in results.items()}
+    for m in medians.values():
         print(
-            f"{r.tool:<30} {r.wall_seconds:>8.2f} {megabytes / r.wall_seconds:>9.1f} {r.peak_rss_mb:>12.1f} "
-            f"{r.exit_code:>5}"
+            f"{m.tool:<22} {m.wall_seconds:>8.2f} {megabytes / m.wall_seconds:>9.1f} {m.peak_rss_mb:>12.1f} "
+            f"{m.exit_code:>5}"
         )
-    triage, *others = results
-    rg = next((r for r in others if r.tool.startswith("rg")), None)
-    if rg:
-        ratio = rg.wall_seconds / triage.wall_seconds
-        verdict = "meets" if ratio >= GOAL_RATIO else "misses"
-        print(f"\ntriage throughput is {ratio:.2f}x ripgrep's: {verdict} the goal of {GOAL_RATIO}x")
-    print(verdict_on_diagnosis(triage, record))
+    print()
+    rg = medians.get("rg (seed tiers)")
+    wrong = []
+    for tool in ("triage (CLI)", "triage (MCP tool)"):
+        m = medians[tool]
+        if rg:
+            ratio = rg.wall_seconds / m.wall_seconds
+            verdict = "meets" if ratio >= GOAL_RATIO else "misses"
+            goal = f"{verdict} the goal of {GOAL_RATIO}x"
+            print(f"{tool}: {ratio:.2f}x ripgrep's pace with the seed's regex: {goal}")
+        rss = "under" if m.peak_rss_mb < GOAL_RSS_MB else "OVER"
+        print(f"{tool}: peak RSS {m.peak_rss_mb:.0f} MB, {rss} {GOAL_RSS_MB} MB")
+        found = verdict_on_diagnosis(m, record)
+        print(f"{tool}: {found}")
+        if "matches" not in found:
+            wrong.append(f"{tool}: {found}")
+    return wrong
 
 
 def verdict_on_diagnosis(triage: Measurement, record: dict[str, Any]) -> str:
     try:
         cause = json.loads(triage.stdout).get("root_cause") or {}
     except json.JSONDecodeError:
-        return "triage printed no JSON report"
+        return "printed no JSON report"
     found = (cause.get("category"), cause.get("culprit_ranks"))
     planted = (record["category"], record["culprit_ranks"])
     word = "matches" if found == planted else "DIFFERS from"
-    return (
-        f"triage found {found[0]} on ranks {found[1]}: {word} what was planted ({planted[0]} on {planted[1]})"
-    )
+    return f"found {found[0]} on ranks {found[1]}: {word} what was planted ({planted[0]} on {planted[1]})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,11 +257,16 @@ def main(argv: list[str] | None = None) -> int:
         "--size-gb", type=float, default=2.0, help="log set size (default 2; 0.05 for a dry run)"
     )
     parser.add_argument("--ranks", type=int, default=1024, help="world size (default 1024)")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each tool; the median is printed")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out", help="where log sets are kept")
     args = parser.parse_args(argv)
     logs, record = generate(args.out, args.size_gb, args.ranks)
-    report(run_tools(logs), int(record["bytes"]), record)
-    return 0
+    wrong = report(run_tools(tool_commands(logs), args.runs), record, args.runs)
+    solo = two_clients(logs)
+    print(f"two MCP clients at once (a server each): calls took {solo[0]:.2f} s and {solo[1]:.2f} s")
+    for problem in wrong:
+        print(f"FAIL: the culprit is wrong. {problem}", file=sys.stderr)
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -223,9 +223,11 @@ def two_stragglers_on_two_nodes_current_per_rank(root: Path) -> Planted:
     return _straggler(root, job, (12, 45), "two_stragglers_on_two_nodes_current_per_rank")
 
 
-def straggler_at_scale(root: Path, nodes: int = 128, steps: int = 12) -> Planted:
+def straggler_at_scale(
+    root: Path, nodes: int = 128, steps: int = 12, layout: Layout = Layout.SLURM_NODE
+) -> Planted:
     """1,024 ranks by default: the report must stay small and still name the one straggler."""
-    job = Job(slurm_hosts(nodes), torch="2.6", nccl="2.26.2", ofi="1.14.2", layout=Layout.SLURM_NODE)
+    job = Job(slurm_hosts(nodes), torch="2.6", nccl="2.26.2", ofi="1.14.2", layout=layout)
     return _straggler(root, job, (777 % job.world_size,), "straggler_at_scale", steps=steps)
 
 

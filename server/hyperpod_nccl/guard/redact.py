@@ -11,6 +11,7 @@ import math
 import re
 import sys
 from collections import Counter
+from functools import lru_cache
 from typing import Any, TextIO, TypeVar
 
 from pydantic import BaseModel
@@ -154,10 +155,20 @@ _RULES: list[tuple[re.Pattern[str], Any]] = [
 _AWS_SECRET_VALUE = re.compile(r"(?i)(aws_secret_access_key|secretaccesskey)(\W{1,4})[A-Za-z0-9/+=]{40}")
 
 
+_REMEMBERED_CHARS = 2048  # a report's strings are short and redacted again at every budget cut
+
+
 def redact_text(text: str) -> str:
+    return _redact_remembered(text) if len(text) <= _REMEMBERED_CHARS else _redact(text)
+
+
+def _redact(text: str) -> str:
     for pattern, replacement in _RULES:
         text = pattern.sub(replacement, text)
     return _AWS_SECRET_VALUE.sub(rf"\1\2{MASK}", text)
+
+
+_redact_remembered = lru_cache(maxsize=8192)(_redact)
 
 
 def redact_data(value: Any) -> Any:

@@ -28,6 +28,10 @@ class Pattern:
     def match(self, message: str) -> dict[str, str] | None:
         if not any(anchor in message for anchor in self.anchors):
             return None
+        return self.parse(message)
+
+    def parse(self, message: str) -> dict[str, str] | None:
+        """`match` for a message known to hold one of the anchors (the dispatcher found it there)."""
         if self.regex is None:
             return {}
         found = self.regex.search(message)
@@ -675,7 +679,12 @@ STORAGE_CLIENT = (
         ("SlowDown", "Slow Down", "SLOW_DOWN", "reduce your request rate", "ThrottlingException"),
     ),
     _p("retry_last_attempt", "Retry(total=0"),
-    _p("retries_exhausted", ("retrying", "Retrying"), r"(?i)retr(?:y|ying|ies)\D{0,12}(\d+)\s*/\s*\1\b"),
+    # Case spelled out: `(?i)` stops the regex engine from skipping to the letters it needs.
+    _p(
+        "retries_exhausted",
+        ("retrying", "Retrying"),
+        r"[Rr][Ee][Tt][Rr](?:[Yy]|[Yy][Ii][Nn][Gg]|[Ii][Ee][Ss])\D{0,12}(\d+)\s*/\s*\1\b",
+    ),
     _p("retries_exhausted", ("Max retries exceeded", "reached max retries")),
     _p(
         "connection_reset",
@@ -1040,6 +1049,9 @@ def anchors_of(patterns: tuple[Pattern, ...]) -> list[str]:
     return sorted({anchor for pattern in patterns for anchor in pattern.anchors})
 
 
+_REMEMBERED_ANCHOR_SETS = 4096  # lines of one log hold few distinct sets of anchors
+
+
 class Dispatcher:
     """Which patterns can match a line: one regex pass over the line finds its anchors, so only
     the few patterns that own one of them run their (slower) parsing regex."""
@@ -1054,14 +1066,21 @@ class Dispatcher:
                 self._owners.setdefault(anchor, []).append(index)
         self._anchors = anchors
         self._inside: dict[str, tuple[str, ...]] = {}  # matched text → anchors it contains
+        self._by_found: dict[frozenset[int], list[Pattern]] = {}  # anchors found → their owners
         self._accelerated = hyperscan_matcher([anchor.encode() for anchor in anchors])
 
     def candidates(self, message: str) -> list[Pattern]:
+        """The patterns owning an anchor the message holds, in catalogue order."""
         if self._accelerated is not None:
             # Every occurrence of every anchor, overlaps included: the owners of all of them.
-            found = {index for index, _ in self._accelerated(message.encode())}
-            owners = {owner for index in found for owner in self._owners[self._anchors[index]]}
-            return [self._patterns[index] for index in sorted(owners)]
+            found = frozenset(index for index, _ in self._accelerated(message.encode()))
+            known = self._by_found.get(found)
+            if known is None:
+                owners = {owner for index in found for owner in self._owners[self._anchors[index]]}
+                known = [self._patterns[index] for index in sorted(owners)]
+                if len(self._by_found) < _REMEMBERED_ANCHOR_SETS:
+                    self._by_found[found] = known
+            return known
         matched = {found.group() for found in self._finder.finditer(message)}
         if not matched:
             return []

@@ -226,7 +226,7 @@ def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str
     if number <= HEAD_LINES:
         _note_framework(state.scan, text)
     for pattern in dispatcher.candidates(stripped.message):
-        fields = pattern.match(stripped.message)
+        fields = pattern.parse(stripped.message)
         if fields is not None:
             _record(state, pattern, fields, number, text, stripped)
             if id(pattern) not in _FACTS:  # every fact a line states is kept, but only its first event
