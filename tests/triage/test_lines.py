@@ -80,3 +80,27 @@ def test_a_file_without_a_final_newline_still_yields_its_last_line() -> None:
 def test_nul_bytes_at_the_start_mean_a_binary_file() -> None:
     with pytest.raises(BinaryInput):
         read(b"\x7fELF\x00\x00\x00 Watchdog\n")
+
+
+def test_the_report_says_which_yielded_lines_hold_a_hit() -> None:
+    data = filler(3) + b"[Rank 3] Watchdog caught\n" + filler(HEAD_LINES)
+    report = ReadReport()
+    flagged = [
+        (number, report.hit) for number, _ in select_lines(io.BytesIO(data), find_word(b"Watchdog"), report)
+    ]
+    assert flagged[:5] == [(1, False), (2, False), (3, False), (4, True), (5, False)]
+    assert [number for number, hit in flagged if hit] == [4]
+
+
+def test_two_readers_interleaved_in_one_thread_do_not_share_a_buffer() -> None:
+    first = filler(CHUNK_BYTES // 8) + b"one Watchdog\n"
+    second = b"".join(b"other line %d\n" % i for i in range(CHUNK_BYTES // 4)) + b"two Watchdog\n"
+    alone = [read(data)[0] for data in (first, second)]
+    readers = [
+        select_lines(io.BytesIO(data), find_word(b"Watchdog"), ReadReport()) for data in (first, second)
+    ]
+    together: list[list[tuple[int, str]]] = [[], []]
+    for _ in range(HEAD_LINES + 1):
+        for index, reader in enumerate(readers):
+            together[index].append(next(reader))
+    assert together == alone

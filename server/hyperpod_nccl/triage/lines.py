@@ -16,6 +16,7 @@ stream, so a rule can later look at the few lines before it without reading the 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -45,6 +46,7 @@ class ReadReport:
     first_nul_line: int | None = None
     tail: list[tuple[int, str]] = field(default_factory=list)  # the file's last lines, numbered
     at: int = 0  # byte offset of the line being yielded
+    hit: bool = False  # whether the line being yielded holds a hit (a head line may not)
     _block_at: int = 0  # byte offset of the block being emitted
 
 
@@ -78,7 +80,7 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
     One buffer is reused for the whole file: each chunk is read into it after the unfinished line
     the previous chunk left, so no byte is copied or allocated again on its way to the hit finder
     (fresh megabyte objects cost page faults and copies that outweigh the scan itself)."""
-    buffer = bytearray(MAX_LINE_BYTES + CHUNK_BYTES)
+    buffer = _take_buffer()
     view = memoryview(buffer)
     carry = 0  # buffer[:carry] is a line the previous chunk did not finish
     dropping = 0  # > 0 while skipping the unread tail of an overlong line
@@ -117,6 +119,19 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
             yield from _emit_block(line, len(line), find_hits, report, first, truncated_by=dropping)
     finally:
         view.release()
+        _spare.buffer = buffer
+
+
+# One buffer per thread, reused file after file: a job with a log per rank has thousands of small
+# files, and a fresh megabyte for each costs more than reading it. A reader that starts while
+# another in the same thread is unfinished gets a buffer of its own.
+_spare = threading.local()
+
+
+def _take_buffer() -> bytearray:
+    buffer = getattr(_spare, "buffer", None)
+    _spare.buffer = None
+    return buffer if buffer is not None else bytearray(MAX_LINE_BYTES + CHUNK_BYTES)
 
 
 def _read_into(stream: BinaryIO, target: memoryview) -> int:
@@ -163,20 +178,16 @@ def _emit_block(
     base = report.lines + 1
     if truncated_by and len(report.truncated) < _MAX_TRUNCATIONS_LISTED:
         report.truncated.append((base, truncated_by))
-    starts = _head_starts(block, end) if is_head else []
     with memoryview(block) as whole, whole[:end] as lines:
         hits = find_hits(lines)
-    starts.extend(block.rfind(b"\n", 0, hit) + 1 for hit in hits)
+    hit_starts = {block.rfind(b"\n", 0, hit) + 1 for hit in hits}
     number, counted_to = base, 0
-    last_start = -1
-    for start in sorted(set(starts)):
-        if start <= last_start:
-            continue
+    for start in sorted(hit_starts.union(_head_starts(block, end)) if is_head else hit_starts):
         number += block.count(b"\n", counted_to, start)
         counted_to = start
         line_end = block.find(b"\n", start, end)
-        last_start = start
         report.at = report._block_at + start
+        report.hit = start in hit_starts
         yield number, decode(block[start:line_end])
     report.lines += number - base + block.count(b"\n", counted_to, end)
     report.tail = _tail_of(block, end, report.lines)

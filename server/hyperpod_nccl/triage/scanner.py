@@ -196,7 +196,9 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         for number, text in select_lines(stream, finder, report):
             state.offset = report.at
             try:
-                _take_line(state, dispatcher, number, text)
+                # Storage logs are small and one of their patterns has no anchor: every line is parsed.
+                parse = report.hit or scan.storage
+                _take_line(state, dispatcher if parse else None, number, text)
             except ValueError as error:  # a line that fits a pattern's shape but not its meaning
                 if len(scan.problems) < _MAX_PROBLEMS_PER_FILE:
                     scan.problems.append(f"{source}:{number}: line not understood ({error}); read past it")
@@ -216,7 +218,9 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         _apply_local_ranks(state)
 
 
-def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str) -> None:
+def _take_line(state: _FileState, dispatcher: Dispatcher | None, number: int, text: str) -> None:
+    """What a line says about who wrote it and when; then, for a line with an anchor (`dispatcher`
+    is None for a head line without one), the event or facts it states."""
     stripped = strip(text)
     if state.scan.storage and stripped.stamp is None:
         stripped.stamp = _daemon_stamp(state.source, text)
@@ -225,6 +229,8 @@ def _take_line(state: _FileState, dispatcher: Dispatcher, number: int, text: str
         state.scan.unprefixed_lines += 1
     if number <= HEAD_LINES:
         _note_framework(state.scan, text)
+    if dispatcher is None:
+        return
     for pattern in dispatcher.candidates(stripped.message):
         fields = pattern.parse(stripped.message)
         if fields is not None:
@@ -288,10 +294,14 @@ def _note_stamp(scan: FileScan, stripped: Stripped) -> None:
             scan.first_dated = stripped.stamp
 
 
+_FRAMEWORK_OF = {word: name for name, words in FRAMEWORK_WORDS for word in words}
+# Longest first, so a word that contains another is the one found.
+_FRAMEWORK_WORD = re.compile("|".join(re.escape(w) for w in sorted(_FRAMEWORK_OF, key=len, reverse=True)))
+
+
 def _note_framework(scan: FileScan, text: str) -> None:
-    for name, words in FRAMEWORK_WORDS:
-        if any(word in text for word in words):
-            scan.frameworks.add(name)
+    for found in _FRAMEWORK_WORD.finditer(text):
+        scan.frameworks.add(_FRAMEWORK_OF[found.group()])
 
 
 def _record(
