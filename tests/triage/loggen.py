@@ -170,14 +170,43 @@ class _Emission:
 
 @dataclass
 class _Sink:
-    handle: io.TextIOBase
-    lines: int = 0
+    """One file being written. Gzip streams stay open; plain files are opened only to append what
+    has gathered, since a job with a log per rank has more files than a process may keep open."""
+
+    path: Path
+    handle: io.TextIOBase | None = None
     compressed_file: io.BufferedWriter | None = None  # GzipFile leaves the file it wraps open
+    lines: int = 0
+    _gathered: list[str] = field(default_factory=list)
+    _gathered_chars: int = 0
+    _started: bool = False
+
+    def write(self, text: str) -> None:
+        if self.handle is not None:
+            self.handle.write(text)
+            return
+        self._gathered.append(text)
+        self._gathered_chars += len(text)
+        if self._gathered_chars >= _GATHER_CHARS:
+            self._append()
+
+    def _append(self) -> None:
+        with self.path.open("a" if self._started else "w", encoding="utf-8") as out:
+            out.write("".join(self._gathered))
+        self._gathered.clear()
+        self._gathered_chars = 0
+        self._started = True
 
     def close(self) -> None:
+        if self.handle is None:
+            self._append()
+            return
         self.handle.close()
         if self.compressed_file is not None:
             self.compressed_file.close()
+
+
+_GATHER_CHARS = 16 * 1024
 
 
 @dataclass
@@ -266,7 +295,7 @@ class LogSet:
             sink = self._sink(emission.file)
             for mark in emission.marks:
                 self._record(emission, mark, sink.lines)
-            sink.handle.write("".join(f"{emission.prefix}{line}\n" for line in emission.lines))
+            sink.write("".join(f"{emission.prefix}{line}\n" for line in emission.lines))
             sink.lines += len(emission.lines)
         self._pending.clear()
 
@@ -289,9 +318,10 @@ class LogSet:
                 # mtime=0 and no embedded name: regenerating a log set gives identical bytes.
                 target = path.open("wb")
                 raw = gzip.GzipFile(filename="", mode="wb", fileobj=target, compresslevel=6, mtime=0)
-                self._sinks[file] = _Sink(io.TextIOWrapper(raw, encoding="utf-8"), compressed_file=target)
+                text = io.TextIOWrapper(raw, encoding="utf-8")
+                self._sinks[file] = _Sink(path, text, compressed_file=target)
             else:
-                self._sinks[file] = _Sink(path.open("w", encoding="utf-8", buffering=1 << 20))
+                self._sinks[file] = _Sink(path)
         return self._sinks[file]
 
     def close(self) -> None:
