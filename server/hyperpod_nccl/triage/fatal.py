@@ -9,6 +9,7 @@ A `None` category marks a consequence (the watchdog taking the process down, a p
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hyperpod_nccl.models import Category, Priority, Status
@@ -568,29 +569,8 @@ _CONSEQUENCE_WORDS = re.compile(
 
 def meaning_of(event: Event) -> Meaning | None:
     """What one event means; None for lines that only feed the rank state or the job summary."""
-    kind = event.kind
-    special = {
-        "xid": _xid,
-        "sxid": _sxid,
-        "worker_exit": _worker_exit,
-        "srun_task": _srun_task,
-        "slurm_cancel": _slurm_cancel,
-        "exception": _exception,
-        "nccl_error": _nccl_error,
-        "nccl_failure": _nccl_error,
-        "dataloader_caught": _dataloader_caught,
-        "nccl_aborted": lambda _: NCCL_RAISED,
-        "ib_completion": _ib_completion,
-        "store_connect": _store_connect,
-        "memreg": _memory_registration,
-        "shell_killed": lambda _: _SIGKILL,
-        "socket_connect": _socket_connect,
-        "async_error": _async_error,
-        "cuda_error": _cuda_error,
-        "crash": _crash,
-        "store_barrier": _store_barrier,
-    }.get(kind)
-    return special(event) if special else _SIMPLE.get(kind)
+    special = _SPECIAL.get(event.kind)
+    return special(event) if special else _SIMPLE.get(event.kind)
 
 
 # ibv_wc_status values (ibverbs) NCCL prints in `Got completion … with error N` / `status=…(N)`.
@@ -945,3 +925,27 @@ def cuda_oom_figures(event: Event) -> str:
     capacity += [f"{f['by_pytorch']} allocated by PyTorch"] if "by_pytorch" in f else []
     text = " ".join(parts)
     return f"{text} ({', '.join(capacity)})" if capacity else text
+
+
+# Kinds whose meaning depends on what the line says (defined last: the readers are above).
+_SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
+    "xid": _xid,
+    "sxid": _sxid,
+    "worker_exit": _worker_exit,
+    "srun_task": _srun_task,
+    "slurm_cancel": _slurm_cancel,
+    "exception": _exception,
+    "nccl_error": _nccl_error,
+    "nccl_failure": _nccl_error,
+    "dataloader_caught": _dataloader_caught,
+    "nccl_aborted": lambda _: NCCL_RAISED,
+    "ib_completion": _ib_completion,
+    "store_connect": _store_connect,
+    "memreg": _memory_registration,
+    "shell_killed": lambda _: _SIGKILL,
+    "socket_connect": _socket_connect,
+    "async_error": _async_error,
+    "cuda_error": _cuda_error,
+    "crash": _crash,
+    "store_barrier": _store_barrier,
+}

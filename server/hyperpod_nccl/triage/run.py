@@ -114,18 +114,19 @@ def rank_spans(incident: Incident) -> list[RankSpan]:
     """Ranks grouped by the minute their logs start and the minute they end."""
     clock = incident.clock
     spans: dict[int, tuple[datetime, datetime]] = {}
+    ranks_on: dict[str, list[int]] = {}
+    for rank, node in incident.topology.rank_node.items():
+        ranks_on.setdefault(node, []).append(rank)
     for scan in _worker_scans(incident):
         first, last = clock.at(scan.first_stamp), clock.at(scan.last_stamp)
         if first is None or last is None:
             continue
-        for rank in scan.ranks or {
-            r for r, node in incident.topology.rank_node.items() if node in scan.hosts
-        }:
+        for rank in scan.ranks or {r for host in scan.hosts for r in ranks_on.get(host, ())}:
             known = spans.get(rank)
             spans[rank] = (min(first, known[0]), max(last, known[1])) if known else (first, last)
-    grouped: dict[tuple[str, str], list[int]] = {}
+    grouped: dict[tuple[datetime, datetime], list[int]] = {}
     for rank, (first, last) in sorted(spans.items()):
-        grouped.setdefault((f"{first:%Y-%m-%dT%H:%M}", f"{last:%Y-%m-%dT%H:%M}"), []).append(rank)
+        grouped.setdefault((_minute(first), _minute(last)), []).append(rank)
     found = [
         RankSpan(
             ranks=compress(ranks),
@@ -137,3 +138,7 @@ def rank_spans(incident: Incident) -> list[RankSpan]:
     ]
     # The majority first; the outliers (a log that stopped early) follow, however few they are.
     return sorted(found, key=lambda s: (-s.count, s.last or ""))[:MAX_SPANS]
+
+
+def _minute(moment: datetime) -> datetime:
+    return moment.replace(second=0, microsecond=0)
