@@ -1,5 +1,6 @@
-"""Scanning across processes gives exactly what one process gives: forked from the CLI, spawned
-from a thread (the MCP server triages in a worker thread, where fork is unsafe)."""
+"""Scanning across processes gives exactly what one process gives: forked from the CLI, from a
+fork server when called from a thread (the MCP server triages in a worker thread, where fork is
+unsafe)."""
 
 from __future__ import annotations
 
@@ -55,14 +56,14 @@ def test_a_single_threaded_process_forks_and_gets_the_serial_result(
     assert parallel.scan_all(files) == serial(files)
 
 
-def test_from_a_thread_workers_are_spawned_and_get_the_serial_result(
+def test_from_a_thread_workers_come_from_a_fork_server_and_get_the_serial_result(
     files: list[InputFile], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     chosen, scans = in_a_thread(files)
     if chosen.workers < 2:
         pytest.skip("one CPU: nothing runs in parallel")
-    assert chosen.start == "spawn"
+    assert chosen.start == "forkserver"
     assert scans == serial(files)
     assert any(scan.events for scan in scans)
 

@@ -2,8 +2,11 @@
 
 The CLI is single-threaded, so it forks: start-up is cheap and the entry point never runs again.
 The MCP server triages in a worker thread, where fork is unsafe (another thread may hold a lock
-the child inherits); it spawns instead. Each triage gets its own pool, so two triages running at
-once share the cores through the OS scheduler instead of queueing behind each other's files.
+the child inherits). It uses a fork server instead: a clean process, started once, that imports
+the scanner and forks each worker from itself, so a worker starts at once and never re-imports the
+server (spawn would re-run the entry point's imports in every worker of every triage). Each
+triage gets its own pool, so two triages running at once share the cores through the OS
+scheduler instead of queueing behind each other's files.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
+from multiprocessing.context import BaseContext
 from typing import Literal
 
 from hyperpod_nccl.triage.discover import InputFile
@@ -24,15 +28,18 @@ PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs mor
 MAX_WORKERS = 4
 
 
+Start = Literal["fork", "forkserver", "spawn"]
+
+
 @dataclass(frozen=True)
 class Plan:
     workers: int
-    start: Literal["fork", "spawn"]
+    start: Start
 
 
 def plan(files: list[InputFile]) -> Plan:
     """How many processes scan `files`, and how they start."""
-    start: Literal["fork", "spawn"] = "fork" if threading.active_count() == 1 else "spawn"
+    start: Start = "fork" if threading.active_count() == 1 else _without_fork()
     if sum(f.size for f in files) < PARALLEL_MIN_BYTES:
         return Plan(1, start)
     return Plan(min(os.cpu_count() or 1, MAX_WORKERS, len(files)), start)
@@ -45,8 +52,19 @@ def scan_all(files: list[InputFile]) -> list[FileScan]:
         return [scan_input(item) for item in files]
     biggest_first = sorted(files, key=lambda f: -f.size)
     try:
-        with ProcessPoolExecutor(chosen.workers, mp_context=get_context(chosen.start)) as pool:
+        with ProcessPoolExecutor(chosen.workers, mp_context=_context(chosen.start)) as pool:
             scans = list(pool.map(scan_input, biggest_first))
     except BrokenProcessPool:  # a worker died (e.g. the OOM killer): the serial path still answers
         scans = [scan_input(item) for item in biggest_first]
     return sorted(scans, key=lambda scan: scan.source)
+
+
+def _without_fork() -> Start:
+    return "forkserver" if "forkserver" in get_all_start_methods() else "spawn"
+
+
+def _context(start: Start) -> BaseContext:
+    context = get_context(start)
+    if start == "forkserver":
+        context.set_forkserver_preload([scan_input.__module__])
+    return context
