@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from hyperpod_nccl.triage.patterns import EVENT_PATTERNS, FACT_PATTERNS, anchors_of
-from hyperpod_nccl.triage.prefilter import DISABLE_HYPERSCAN, _hyperscan_scanner, _regex_scanner, minimal
+from hyperpod_nccl.triage.prefilter import (
+    DISABLE_HYPERSCAN,
+    _hyperscan_scanner,
+    _regex_scanner,
+    compile_literals,
+    minimal,
+)
 
 hyperscan = pytest.importorskip("hyperscan", reason="hyperscan has no wheel for this platform")
 
@@ -72,3 +78,16 @@ def test_the_whole_triage_is_the_same_without_hyperscan() -> None:
     fallback = _triage_json({DISABLE_HYPERSCAN: "1"})
     assert accelerated == fallback
     assert accelerated["root_cause"]["culprit_ranks"] == [43]
+
+
+def test_pure_literals_and_escaped_regexes_find_the_same_anchors() -> None:
+    literals = minimal([anchor.encode() for anchor in anchors_of(EVENT_PATTERNS + FACT_PATTERNS)])
+
+    def matches(pure: bool) -> list[tuple[int, int]]:
+        database = compile_literals(hyperscan, literals, pure=pure)
+        found: list[tuple[int, int]] = []
+        database.scan(BLOCK, match_event_handler=lambda index, _s, end, _f, _c: found.append((index, end)))
+        return sorted(found)
+
+    assert matches(pure=True) == matches(pure=False)
+    assert len(matches(pure=True)) >= 8
