@@ -14,6 +14,7 @@ import ipaddress
 import re
 import socket
 import sys
+import threading
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from hyperpod_nccl.mcp_server import build_server
 
     server = build_server()
+    _start_scan_workers_parent()
     kube = settings.kubeconfig
     contexts = (
         f"{len(kube.contexts())} kubeconfig contexts from {', '.join(map(str, kube.paths))}"
@@ -191,6 +193,14 @@ def run_serve(args: argparse.Namespace) -> int:
     _check_bindable(listen)
     _serve_http(server, listen, token, args.allow_host, f"{settings.files.describe()}; {contexts}")
     return EXIT_OK
+
+
+def _start_scan_workers_parent() -> None:
+    """Triage scans big inputs in processes forked from a fork server; starting it now, beside the
+    client's handshake, spares the first triage its start-up."""
+    from hyperpod_nccl.triage.parallel import start_fork_server
+
+    threading.Thread(target=start_fork_server, name="fork-server", daemon=True).start()
 
 
 def _check_bindable(listen: Listen) -> None:

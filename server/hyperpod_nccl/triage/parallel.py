@@ -16,7 +16,7 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing import get_all_start_methods, get_context
+from multiprocessing import forkserver, get_all_start_methods, get_context
 from multiprocessing.context import BaseContext
 from typing import Literal
 
@@ -66,5 +66,15 @@ def _without_fork() -> Start:
 def _context(start: Start) -> BaseContext:
     context = get_context(start)
     if start == "forkserver":
-        context.set_forkserver_preload([scan_input.__module__])
+        # The entry script too: a worker forked from a server that holds it skips re-running it.
+        context.set_forkserver_preload(["__main__", scan_input.__module__])
     return context
+
+
+def start_fork_server() -> None:
+    """Start the fork server ahead of the first triage (the MCP server does at start-up), so that
+    triage does not wait for it to start and import the scanner."""
+    start = _without_fork()
+    if start == "forkserver":
+        _context(start)
+        forkserver.ensure_running()
