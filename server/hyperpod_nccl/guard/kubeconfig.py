@@ -17,16 +17,17 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from kubernetes.client import Configuration
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.kube_config import ConfigNode, KubeConfigLoader
 from pydantic import BaseModel, Field
 
-from hyperpod_nccl.guard.k8s import ReadOnlyApiClient, read_only_api_client
 from hyperpod_nccl.guard.validate import preview
+
+if TYPE_CHECKING:
+    from kubernetes.config.kube_config import ConfigNode
+
+    from hyperpod_nccl.guard.k8s import ReadOnlyApiClient
 
 MAX_KUBECONFIG_BYTES = 1024 * 1024
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -51,33 +52,64 @@ def _resolve_program(command: str, base: Path) -> Path | None:
     return Path(found).resolve() if found else None
 
 
+_KINDS = ("clusters", "contexts", "users")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """A cluster, context or user, with the file that named it: relative paths resolve against it."""
+
+    value: dict[str, Any]
+    path: str
+
+
+@dataclass(frozen=True)
+class _Merged:
+    """The kubeconfig files merged, as plain data: the Kubernetes client (a second to import) is
+    loaded only when a tool asks for a client, not when the server starts."""
+
+    entries: dict[str, list[_Entry]]
+    current_context: object
+    path: str
+
+    def config_node(self) -> ConfigNode:
+        from kubernetes.config.kube_config import ConfigNode
+
+        merged: dict[str, Any] = {
+            kind: [ConfigNode(f"{entry.path}/{kind}", entry.value, entry.path) for entry in entries]
+            for kind, entries in self.entries.items()
+        }
+        merged["current-context"] = self.current_context
+        return ConfigNode("kube-config", merged, self.path)
+
+
 @dataclass
 class ServerKubeconfig:
     """Contexts of the kubeconfig file(s) the server was started with, and the exec allowlist."""
 
     paths: list[Path]
-    config: ConfigNode | None
+    config: _Merged | None
     exec_allowlist: frozenset[Path] = field(default_factory=frozenset)
     problem: str | None = None  # why no kubeconfig could be read, when none could
 
     def contexts(self) -> list[ContextInfo]:
         if self.config is None:
             return []
-        current = self.config.value.get("current-context")
+        current = self.config.current_context
         return [
             ContextInfo(
-                name=str(node["name"]),
-                current=node["name"] == current,
-                refused=self._refusal(str(node["name"])),
+                name=str(entry.value["name"]),
+                current=entry.value["name"] == current,
+                refused=self._refusal(str(entry.value["name"])),
             )
-            for node in self._entries("contexts")
+            for entry in self._entries("contexts")
         ]
 
     def client(self, context: str | None) -> ReadOnlyApiClient:
         """A read-only client for `context` (default: the current context), if the policy allows it."""
         if self.config is None:
             raise KubeconfigRefused(self.problem or "the server was started without a kubeconfig")
-        name = context or self.config.value.get("current-context")
+        name = context or self.config.current_context
         if not name:
             raise KubeconfigRefused(
                 "the kubeconfig has no current-context: pass `context` (see list_kube_contexts)"
@@ -85,22 +117,27 @@ class ServerKubeconfig:
         refusal = self._refusal(str(name))
         if refusal:
             raise KubeconfigRefused(refusal)
+        from kubernetes.client import Configuration
+        from kubernetes.config.config_exception import ConfigException
+        from kubernetes.config.kube_config import KubeConfigLoader
+
+        from hyperpod_nccl.guard.k8s import read_only_api_client
+
         configuration = Configuration()
         try:
             # config_base_path=None: relative paths resolve against the file that names them.
-            KubeConfigLoader(self.config, active_context=name, config_base_path=None).load_and_set(
-                configuration
-            )
+            loader = KubeConfigLoader(self.config.config_node(), active_context=name, config_base_path=None)
+            loader.load_and_set(configuration)
         except (ConfigException, OSError, ValueError, TypeError, KeyError) as error:
             raise KubeconfigRefused(f"context {preview(name)}: {str(error).splitlines()[0][:300]}") from None
         return read_only_api_client(configuration)
 
-    def _entries(self, kind: str) -> list[ConfigNode]:
+    def _entries(self, kind: str) -> list[_Entry]:
         assert self.config is not None
-        return list(self.config.value.get(kind) or [])
+        return self.config.entries[kind]
 
-    def _entry(self, kind: str, name: object) -> ConfigNode | None:
-        return next((node for node in self._entries(kind) if node.value.get("name") == name), None)
+    def _entry(self, kind: str, name: object) -> _Entry | None:
+        return next((entry for entry in self._entries(kind) if entry.value.get("name") == name), None)
 
     def _refusal(self, name: str) -> str | None:
         context = self._entry("contexts", name)
@@ -112,7 +149,7 @@ class ServerKubeconfig:
             return None  # no credentials at all: the API server decides
         return self._user_refusal(name, user)
 
-    def _user_refusal(self, context: str, node: ConfigNode) -> str | None:
+    def _user_refusal(self, context: str, node: _Entry) -> str | None:
         user = node.value.get("user") or {}
         base = Path(node.path).parent if node.path else Path.cwd()
         provider = user.get("auth-provider") or {}
@@ -163,18 +200,20 @@ def _read(path: Path) -> dict[str, Any]:
     return data
 
 
-def _merged(paths: Sequence[Path]) -> ConfigNode:
+def _merged(paths: Sequence[Path]) -> _Merged:
     """The files merged as kubectl does: the first file that names an entry wins."""
-    merged: dict[str, Any] = {"clusters": [], "contexts": [], "users": []}
-    for path in paths:
+    entries: dict[str, list[_Entry]] = {kind: [] for kind in _KINDS}
+    current: object = None
+    for index, path in enumerate(paths):
         data = _read(path)
-        for kind in ("clusters", "contexts", "users"):
-            known = {node.value.get("name") for node in merged[kind]}
+        for kind in _KINDS:
+            known = {entry.value.get("name") for entry in entries[kind]}
             for item in data.get(kind) or []:
                 if isinstance(item, dict) and isinstance(item.get("name"), str) and item["name"] not in known:
-                    merged[kind].append(ConfigNode(f"{path}/{kind}", item, str(path)))
-        merged.setdefault("current-context", data.get("current-context"))
-    return ConfigNode("kube-config", merged, str(paths[0]))
+                    entries[kind].append(_Entry(item, str(path)))
+        if index == 0:
+            current = data.get("current-context")
+    return _Merged(entries, current, str(paths[0]))
 
 
 def load_server_kubeconfig(
