@@ -12,44 +12,49 @@ groups (a failure inside an anyio task group) are unwrapped to the failure they 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Collection
 
-from botocore.exceptions import BotoCoreError, ClientError
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
-from hyperpod_nccl.bundle.archive import BundleError
-from hyperpod_nccl.collect.aws import AwsPrerequisiteError, credentials_problem
-from hyperpod_nccl.collect.eks_auth import KubernetesAccessError
-from hyperpod_nccl.collect.slurm import ControllerNotFound
-from hyperpod_nccl.compare import UnusableReport
-from hyperpod_nccl.guard.aws import ReadOnlyViolation
-from hyperpod_nccl.guard.k8s import KubernetesReadOnlyViolation
 from hyperpod_nccl.guard.redact import redact_text
-from hyperpod_nccl.probes.fanout import UnknownNode
-from hyperpod_nccl.probes.targets import ClusterLookupError
-from hyperpod_nccl.references import UnknownReference
 from hyperpod_nccl.render import shorten
-from hyperpod_nccl.slurm.service import SlurmUnavailable
 
 MAX_MESSAGE_CHARS = 400
 
-# Errors whose message is written for the user: passed on as they are.
-_ANTICIPATED: tuple[type[BaseException], ...] = (
-    ToolError,
-    ResourceError,
-    AwsPrerequisiteError,
-    KubernetesAccessError,
-    UnusableReport,
-    BundleError,
-    SlurmUnavailable,
-    ClusterLookupError,
-    ControllerNotFound,
-    UnknownNode,
-    UnknownReference,
-    ReadOnlyViolation,
-    KubernetesReadOnlyViolation,
+# Errors whose message is written for the user: passed on as they are. Named by module, not
+# imported: an error of a class can only exist once its module (boto3's, the Kubernetes client's)
+# is loaded, and the server starts without them.
+_ANTICIPATED = (
+    ("mcp.server.mcpserver.exceptions", "ToolError"),
+    ("mcp.server.mcpserver.exceptions", "ResourceError"),
+    ("hyperpod_nccl.collect.aws", "AwsPrerequisiteError"),
+    ("hyperpod_nccl.collect.eks_auth", "KubernetesAccessError"),
+    ("hyperpod_nccl.compare", "UnusableReport"),
+    ("hyperpod_nccl.bundle.archive", "BundleError"),
+    ("hyperpod_nccl.slurm.service", "SlurmUnavailable"),
+    ("hyperpod_nccl.probes.targets", "ClusterLookupError"),
+    ("hyperpod_nccl.collect.slurm", "ControllerNotFound"),
+    ("hyperpod_nccl.probes.fanout", "UnknownNode"),
+    ("hyperpod_nccl.references", "UnknownReference"),
+    ("hyperpod_nccl.guard.aws", "ReadOnlyViolation"),
+    ("hyperpod_nccl.guard.k8s", "KubernetesReadOnlyViolation"),
 )
+
+
+def _loaded(module: str, name: str) -> type[BaseException] | None:
+    found = sys.modules.get(module)
+    return getattr(found, name, None) if found is not None else None
+
+
+def _is_anticipated(error: BaseException) -> bool:
+    return any(
+        (kind := _loaded(module, name)) is not None and isinstance(error, kind)
+        for module, name in _ANTICIPATED
+    )
+
+
 _FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)")
 _PYDANTIC_PREFIX = re.compile(r"^(Value|Assertion) error, ")
 
@@ -73,15 +78,20 @@ def _chain(error: BaseException) -> list[BaseException]:
 def _message(error: BaseException) -> str | None:
     """The user-facing text of an anticipated failure, or None for a crash. A failure that came
     from missing or rejected credentials is worded as such, whatever the tool wrapped it in."""
-    problem = next(filter(None, map(credentials_problem, _chain(error))), None)
-    if problem:
-        return problem
-    if isinstance(error, _ANTICIPATED):
+    if "botocore" in sys.modules:  # else no AWS call was made, and no AWS error can be in the chain
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from hyperpod_nccl.collect.aws import credentials_problem
+
+        problem = next(filter(None, map(credentials_problem, _chain(error))), None)
+        if problem:
+            return problem
+        if isinstance(error, ClientError):
+            return str(error)  # "An error occurred (Code) when calling the Operation operation: …"
+        if isinstance(error, BotoCoreError):
+            return f"AWS call failed: {error}"
+    if _is_anticipated(error):
         return str(error)
-    if isinstance(error, ClientError):
-        return str(error)  # "An error occurred (Code) when calling the Operation operation: …"
-    if isinstance(error, BotoCoreError):
-        return f"AWS call failed: {error}"
     if isinstance(error, OSError) and error.strerror:
         return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
     return None

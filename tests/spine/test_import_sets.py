@@ -62,3 +62,44 @@ def test_the_top_level_help_still_lists_every_command() -> None:
         "slurm",
     ):
         assert command in done.stdout
+
+
+def test_serve_answers_its_tool_list_without_the_cloud_clients(tmp_path: Path) -> None:
+    """Over stdio, as a client starts it: after initialize and tools/list, `-X importtime` (which
+    names every module the moment it loads) shows the MCP SDK but no AWS or Kubernetes client."""
+    importtime = tmp_path / "importtime.log"  # a file, not a pipe: the log outgrows a pipe's buffer
+    server = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "hyperpod_nccl", "serve", "--allow-dir", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=importtime.open("w"),
+        text=True,
+    )
+    handshake = (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    )
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write("".join(json.dumps(message) + "\n" for message in handshake))
+    server.stdin.flush()
+    answers = [json.loads(server.stdout.readline()) for _ in range(2)]
+    server.stdin.close()  # end of input: the server exits
+    server.wait(timeout=60)
+    log = importtime.read_text()
+    loaded = {
+        line.rsplit("|", 1)[1].strip().split(".")[0] for line in log.splitlines() if "import time:" in line
+    }
+    tools = {tool["name"] for tool in answers[1]["result"]["tools"]}
+    assert {"triage_logs", "run_diagnostic", "list_pods"} <= tools
+    assert "mcp" in loaded
+    assert loaded.isdisjoint({"boto3", "botocore", "kubernetes"})

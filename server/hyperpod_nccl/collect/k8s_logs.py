@@ -18,10 +18,10 @@ from kubernetes.client.exceptions import ApiException
 
 from hyperpod_nccl.collect.k8s_errors import issue_for
 from hyperpod_nccl.guard.redact import redact_text
+from hyperpod_nccl.guard.validate import MAX_TAIL_LINES
 from hyperpod_nccl.snapshot import CollectionIssue
 from hyperpod_nccl.snapshot.kubernetes import KubernetesSnapshot, PodLog, container_statuses
 
-MAX_TAIL_LINES = 2000
 LOG_CONCURRENCY = 8
 # Without a named job every training pod in scope qualifies; past this many, the ones that
 # failed or restarted are read first and the rest are recorded as skipped.

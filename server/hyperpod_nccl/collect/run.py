@@ -7,16 +7,21 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-import boto3
 from pydantic import BaseModel, ConfigDict, Field
 
-from hyperpod_nccl.collect.aws import AwsClients, Progress
 from hyperpod_nccl.guard.validate import preview
 from hyperpod_nccl.snapshot import CollectionIssue, Snapshot
 from hyperpod_nccl.snapshot.aws import AwsSnapshot
+
+# boto3 loads with the first collection, not with `parse_window` (the metrics tools and the CLI's
+# argument check use it).
+if TYPE_CHECKING:
+    import boto3
+
+    from hyperpod_nccl.collect.aws import AwsClients, Progress
 
 DEFAULT_WINDOW = "2h"
 DEFAULT_CONCURRENCY = 4

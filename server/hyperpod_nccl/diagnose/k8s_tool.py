@@ -11,28 +11,32 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio
-import urllib3
-from kubernetes.client import CoreV1Api
-from kubernetes.client.exceptions import ApiException
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from hyperpod_nccl.analyze.pod_logs import relabel, triage_logs
-from hyperpod_nccl.analyze.pods import KINDS, analyze_pods, pod_problems
-from hyperpod_nccl.collect.eks_auth import KubernetesAccessError, kubernetes_client_for_eks_cluster
-from hyperpod_nccl.collect.k8s import collect_pods
-from hyperpod_nccl.collect.k8s_errors import issue_for
-from hyperpod_nccl.collect.k8s_logs import MAX_TAIL_LINES, LogRequest, read_pod_log
-from hyperpod_nccl.guard.k8s import ReadOnlyApiClient
 from hyperpod_nccl.guard.kubeconfig import ContextInfo, KubeconfigRefused
-from hyperpod_nccl.guard.validate import ContainerName, EksClusterName, JobName, Namespace, PodName, Region
+from hyperpod_nccl.guard.validate import (
+    ContainerName,
+    EksClusterName,
+    JobName,
+    Namespace,
+    PodName,
+    Region,
+    TailLines,
+)
 from hyperpod_nccl.models import Finding
 from hyperpod_nccl.server_settings import current
-from hyperpod_nccl.snapshot import Snapshot
-from hyperpod_nccl.snapshot.kubernetes import GPU_RESOURCE, PodLog, containers_of, pod_key, requested
+
+# The Kubernetes client, the collectors and the analysers load when a tool is first called: the
+# server answers its tool list without them.
+if TYPE_CHECKING:
+    from kubernetes.client import CoreV1Api
+
+    from hyperpod_nccl.guard.k8s import ReadOnlyApiClient
+    from hyperpod_nccl.snapshot.kubernetes import PodLog
 
 _MAX_ROWS = 50
 _EVIDENCE_PER_FINDING = 3
@@ -44,12 +48,11 @@ KubeContext = Annotated[
         description="A context from list_kube_contexts, e.g. arn:aws:eks:us-west-2:1111:cluster/ml-eks.",
     ),
 ]
-TailLines = Annotated[
-    int, Field(ge=1, le=MAX_TAIL_LINES, description="Lines from the end of the log (≤ 2000).")
-]
 
 
 async def _client(context: str | None, eks_cluster: str | None, region: str | None) -> ReadOnlyApiClient:
+    from hyperpod_nccl.collect.eks_auth import KubernetesAccessError, kubernetes_client_for_eks_cluster
+
     try:
         if eks_cluster:
             if not region:
@@ -118,6 +121,9 @@ class PodList(BaseModel):
 
 
 def _row(pod: dict[str, Any]) -> PodRow | None:
+    from hyperpod_nccl.analyze.pods import KINDS, pod_problems
+    from hyperpod_nccl.snapshot.kubernetes import pod_key
+
     problems = pod_problems(pod)
     if not problems:
         return None
@@ -148,6 +154,10 @@ async def list_pods(
     either the server kubeconfig's current context is used. Returns phase counts, the unhealthy pods (reason,
     restarts, node) and the findings with suggested kubectl commands — never the full pod list.
     """
+    from hyperpod_nccl.analyze.pods import analyze_pods
+    from hyperpod_nccl.collect.k8s import collect_pods
+    from hyperpod_nccl.snapshot import Snapshot
+
     client = await _client(context, eks_cluster, region)
     kubernetes, issues = await collect_pods(client, namespace=namespace, job=job)
     if job:
@@ -195,6 +205,8 @@ async def _read_pod(core: CoreV1Api, pod: str, namespace: str) -> dict[str, Any]
 
 
 def _choose_container(pod: dict[str, Any], container: str | None) -> tuple[str, list[str]]:
+    from hyperpod_nccl.snapshot.kubernetes import GPU_RESOURCE, containers_of, pod_key, requested
+
     main = containers_of(pod)
     names = [c["name"] for c in containers_of(pod, init=True) + main]
     if container is None:
@@ -211,6 +223,8 @@ def _choose_container(pod: dict[str, Any], container: str | None) -> tuple[str, 
 
 
 async def _triage(log: PodLog) -> tuple[list[Finding], str | None]:
+    from hyperpod_nccl.analyze.pod_logs import relabel, triage_logs
+
     if not log.text.strip():
         return [], None
     report, by_file = await anyio.to_thread.run_sync(triage_logs, [log])
@@ -236,6 +250,13 @@ async def get_pod_logs(
     secrets masked, plus what the log triage engine found in it (NCCL watchdog, EFA, version,
     exception lines) and its root cause when it has one.
     """
+    import urllib3
+    from kubernetes.client import CoreV1Api
+    from kubernetes.client.exceptions import ApiException
+
+    from hyperpod_nccl.collect.k8s_errors import issue_for
+    from hyperpod_nccl.collect.k8s_logs import LogRequest, read_pod_log
+
     core = CoreV1Api(await _client(context, eks_cluster, region))
     try:
         obj = await _read_pod(core, pod, namespace)

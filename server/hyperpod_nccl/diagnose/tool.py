@@ -7,22 +7,14 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
-from botocore.exceptions import BotoCoreError, ClientError
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AfterValidator, BaseModel, Field
 
-from hyperpod_nccl.analyze.cloudwatch import analyze_cloudwatch
-from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
-from hyperpod_nccl.collect import cloudwatch, hyperpod
-from hyperpod_nccl.collect.aws import AwsClients, AwsPrerequisiteError, issue_for
-from hyperpod_nccl.collect.run import DiagnoseOptions, parse_window
 from hyperpod_nccl.diagnose.k8s_tool import KubeContext
-from hyperpod_nccl.diagnose.service import collect_snapshot_async, diagnose
-from hyperpod_nccl.guard.k8s import ReadOnlyApiClient
 from hyperpod_nccl.guard.kubeconfig import KubeconfigRefused
 from hyperpod_nccl.guard.prometheus import AmpWorkspaceId, PrometheusUrl
 from hyperpod_nccl.guard.redact import redact_model
@@ -38,8 +30,17 @@ from hyperpod_nccl.snapshot.aws import (
     StreamMatches,
 )
 
+# boto3, the Kubernetes client, the collectors and the analysers load when a tool is first called:
+# the server answers its tool list without them.
+if TYPE_CHECKING:
+    from hyperpod_nccl.collect.aws import AwsClients
+    from hyperpod_nccl.collect.run import DiagnoseOptions
+    from hyperpod_nccl.guard.k8s import ReadOnlyApiClient
+
 
 def _window(value: str) -> str:
+    from hyperpod_nccl.collect.run import parse_window
+
     parse_window(value)
     return value
 
@@ -63,10 +64,17 @@ def _compact(findings: list[Finding], *, keep_pass: bool = False) -> list[Findin
 
 
 def _clients(region: str) -> AwsClients:
+    from hyperpod_nccl.collect.aws import AwsClients
+
     return AwsClients.create(region)
 
 
 def _describe(cluster: str, region: str) -> tuple[dict, HyperPodCluster]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from hyperpod_nccl.collect import hyperpod
+    from hyperpod_nccl.collect.aws import AwsPrerequisiteError, issue_for
+
     try:
         described = hyperpod.describe_cluster(_clients(region).sagemaker, cluster, region)
     except AwsPrerequisiteError as error:
@@ -90,6 +98,8 @@ def describe_cluster(cluster: ClusterName, region: Region) -> ClusterDescription
     NodeRecovery findings. A cluster that does not exist returns an error listing the region's
     clusters.
     """
+    from hyperpod_nccl.analyze.cluster_status import analyze_cluster_status
+
     _, parsed = _describe(cluster, region)
     snapshot = Snapshot(collected_at=_now(), region=region, aws=AwsSnapshot(hyperpod=parsed))
     return ClusterDescription(
@@ -115,6 +125,8 @@ def list_cluster_nodes(cluster: ClusterName, region: Region) -> NodeList:
     per instance group, and which instance ids are unhealthy. Returns counts and the unhealthy
     nodes (instance id, group, status, message), never the full list of thousands of nodes.
     """
+    from hyperpod_nccl.collect import hyperpod
+
     nodes, listing = hyperpod.list_nodes(_clients(region).sagemaker, cluster)
     groups: dict[str, Counter[str]] = {}
     for node in nodes:
@@ -147,6 +159,9 @@ class CloudWatchResult(BaseModel):
 
 
 def _scan(cluster: str, region: str, since: str) -> tuple[Snapshot, list[CollectionIssue]]:
+    from hyperpod_nccl.collect import cloudwatch
+    from hyperpod_nccl.collect.run import parse_window
+
     _, parsed = _describe(cluster, region)
     logs = _clients(region).logs
     end = datetime.now(UTC).replace(microsecond=0)
@@ -171,6 +186,8 @@ def scan_cloudwatch(cluster: ClusterName, region: Region, since: Window = "2h") 
     with the first matching line, and the findings; a missing log group is reported as such
     (CloudWatch not enabled), never as healthy.
     """
+    from hyperpod_nccl.analyze.cloudwatch import analyze_cloudwatch
+
     snapshot, issues = _scan(cluster, region, since)
     [scan] = snapshot.aws.cloudwatch
     ranked = sorted(scan.streams, key=lambda stream: -sum(stream.counts.values()))
@@ -256,6 +273,9 @@ def _save(snapshot: Snapshot, directory: Path) -> None:
 async def _collect_live(
     ctx: Context, options: DiagnoseOptions, kubernetes: ReadOnlyApiClient | None
 ) -> Snapshot:
+    from hyperpod_nccl.collect.aws import AwsPrerequisiteError
+    from hyperpod_nccl.diagnose.service import collect_snapshot_async
+
     relay, stop = _ProgressRelay(), anyio.Event()
     async with anyio.create_task_group() as group:
         group.start_soon(relay.pump, ctx, stop)
@@ -307,6 +327,9 @@ async def run_diagnostic(
     none; `Latent:` did not cause this failure), passed checks and what was not collected.
     Large clusters take minutes.
     """
+    from hyperpod_nccl.collect.run import DiagnoseOptions
+    from hyperpod_nccl.diagnose.service import diagnose
+
     if bundle:
         snapshot = _load_bundle(bundle)
     else:

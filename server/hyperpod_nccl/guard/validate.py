@@ -110,6 +110,10 @@ KubeNodeName = _identifier(
     _DNS_SUBDOMAIN, "Kubernetes node name", "hyperpod-i-0abc123def4567890", "node", "Kubernetes node name."
 )
 ContainerName = _identifier(_DNS_LABEL, "container name", "pytorch", "container", "Container name.")
+MAX_TAIL_LINES = 2000  # the most lines of a pod's log a tool reads back
+TailLines = Annotated[
+    int, Field(ge=1, le=MAX_TAIL_LINES, description=f"Lines from the end of the log (≤ {MAX_TAIL_LINES}).")
+]
 EksClusterName = _identifier(
     r"[0-9A-Za-z][A-Za-z0-9_-]{0,99}",
     "EKS cluster name",

@@ -7,7 +7,6 @@ from pydantic import ValidationError
 
 from hyperpod_nccl.guard.validate import ClusterName, Region, SlurmJobId
 from hyperpod_nccl.models import Report
-from hyperpod_nccl.slurm.service import SlurmUnavailable, collect_slurm_snapshot, slurm_report
 
 
 async def slurm_status(
@@ -24,6 +23,8 @@ async def slurm_status(
     GRES mismatch, held or pending jobs, auto-resume mistakes, memlock/RemoveIPC settings), each
     with a reference section and suggested `scontrol` commands that only the user may run.
     """
+    from hyperpod_nccl.slurm.service import SlurmUnavailable, collect_slurm_snapshot, slurm_report
+
     try:
         snapshot = await collect_slurm_snapshot(job_id=job, cluster=cluster, region=region)
     except (SlurmUnavailable, ValidationError) as error:
