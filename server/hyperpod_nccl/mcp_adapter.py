@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, get_type_hints
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.resources.types import TextResource
+from mcp.server.mcpserver.resources.types import FunctionResource
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, Tool, ToolAnnotations
 from pydantic import BaseModel
@@ -138,13 +138,14 @@ class HyperpodServer(MCPServer):
     def _schema_resource(self, model: type[BaseModel]) -> str:
         uri = SCHEMA_URI.format(name=model.__name__)
         if uri not in self._schema_uris.values():
+            # Written when read: generating every schema would cost the server's start a tenth of a second.
             self.add_resource(
-                TextResource(
+                FunctionResource(
                     uri=uri,
                     name=f"{model.__name__} schema",
                     description=f"Full JSON Schema of {model.__name__}, returned by the tools that name it.",
                     mime_type="application/schema+json",
-                    text=json.dumps(model.model_json_schema()),
+                    fn=lambda: json.dumps(model.model_json_schema()),
                 )
             )
         return uri

@@ -66,7 +66,7 @@ def test_the_top_level_help_still_lists_every_command() -> None:
 
 def test_serve_answers_its_tool_list_without_the_cloud_clients(tmp_path: Path) -> None:
     """Over stdio, as a client starts it: after initialize and tools/list, `-X importtime` (which
-    names every module the moment it loads) shows the MCP SDK but no AWS or Kubernetes client."""
+    names every module the moment it loads) shows the MCP SDK but no AWS, Kubernetes or HTTP client."""
     importtime = tmp_path / "importtime.log"  # a file, not a pipe: the log outgrows a pipe's buffer
     server = subprocess.Popen(
         [sys.executable, "-X", "importtime", "-m", "hyperpod_nccl", "serve", "--allow-dir", str(tmp_path)],
@@ -96,10 +96,11 @@ def test_serve_answers_its_tool_list_without_the_cloud_clients(tmp_path: Path) -
     server.stdin.close()  # end of input: the server exits
     server.wait(timeout=60)
     log = importtime.read_text()
-    loaded = {
-        line.rsplit("|", 1)[1].strip().split(".")[0] for line in log.splitlines() if "import time:" in line
-    }
+    loaded = {line.rsplit("|", 1)[1].strip() for line in log.splitlines() if "import time:" in line}
+    packages = {module.split(".")[0] for module in loaded}
     tools = {tool["name"] for tool in answers[1]["result"]["tools"]}
     assert {"triage_logs", "run_diagnostic", "list_pods"} <= tools
-    assert "mcp" in loaded
-    assert loaded.isdisjoint({"boto3", "botocore", "kubernetes"})
+    assert "mcp" in packages
+    assert packages.isdisjoint({"boto3", "botocore", "kubernetes", "httpx"})
+    # The engines load with the first triage or diagnostic, not with the server.
+    assert loaded.isdisjoint({"hyperpod_nccl.analyze", "hyperpod_nccl.triage.engine"})

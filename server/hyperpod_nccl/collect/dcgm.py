@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_nccl.collect.prometheus import PrometheusError, PrometheusReader
+from hyperpod_nccl.guard.validate import MAX_GPUS
 from hyperpod_nccl.metrics.fields import (
     FIELDS,
     HEARTBEAT_NAMES,
@@ -34,9 +35,6 @@ from hyperpod_nccl.metrics.window import Window
 from hyperpod_nccl.snapshot import CollectionIssue
 from hyperpod_nccl.snapshot.metrics import GpuMetrics, MetricQuery, MetricsSnapshot
 
-# 4,096 GPUs is 512 eight-GPU nodes: larger than most single jobs, and each range query then
-# stays within a few tens of MB. Beyond it, name the nodes of interest with --node.
-MAX_GPUS = 4096
 # The fine grid: 30 s matches the usual dcgm-exporter scrape interval (15-30 s), so a 2-hour
 # window is 241 points and the hang onset is placed within 30 s. Longer windows widen the step
 # so that no series exceeds MAX_POINTS (Prometheus itself refuses more than 11,000).

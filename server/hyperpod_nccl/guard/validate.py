@@ -111,6 +111,9 @@ KubeNodeName = _identifier(
 )
 ContainerName = _identifier(_DNS_LABEL, "container name", "pytorch", "container", "Container name.")
 MAX_TAIL_LINES = 2000  # the most lines of a pod's log a tool reads back
+# 4,096 GPUs is 512 eight-GPU nodes: larger than most single jobs, and each DCGM range query then
+# stays within a few tens of MB. Beyond it, name the nodes of interest with --node.
+MAX_GPUS = 4096
 TailLines = Annotated[
     int, Field(ge=1, le=MAX_TAIL_LINES, description=f"Lines from the end of the log (≤ {MAX_TAIL_LINES}).")
 ]

@@ -10,20 +10,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from hyperpod_nccl.analyze import METRICS_ANALYZERS
-from hyperpod_nccl.analyze.collection import analyze_collection
-from hyperpod_nccl.collect.dcgm import MAX_GPUS, collect_dcgm
-from hyperpod_nccl.collect.prometheus import PrometheusReader, ReaderLimits, amp_reader
 from hyperpod_nccl.guard.prometheus import AmpWorkspaceId, PrometheusUrl, amp_base_url
-from hyperpod_nccl.guard.validate import Region
+from hyperpod_nccl.guard.validate import MAX_GPUS, Region
 from hyperpod_nccl.metrics.window import Window, resolve_window, window_from_report
 from hyperpod_nccl.models import Report, SkippedInput
 from hyperpod_nccl.snapshot import CollectionIssue, Snapshot
 from hyperpod_nccl.snapshot.metrics import MetricsSnapshot
+
+if TYPE_CHECKING:
+    from hyperpod_nccl.collect.prometheus import PrometheusReader, ReaderLimits
 
 # A node as the metric labels name it (host name, Kubernetes node name) or an instance id.
 NODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,252}$"
@@ -49,6 +48,9 @@ class MetricsSource(BaseModel):
         return self
 
     def reader(self, session: Any = None, limits: ReaderLimits | None = None) -> PrometheusReader:
+        # The HTTP client loads with the first metrics call, not with the server.
+        from hyperpod_nccl.collect.prometheus import PrometheusReader, amp_reader
+
         if self.prometheus:
             return PrometheusReader(self.prometheus, limits=limits)
         from hyperpod_nccl.collect.aws import default_session
@@ -100,6 +102,8 @@ def collect_metrics(
     options: MetricsOptions, window: Window, *, session: Any = None, limits: ReaderLimits | None = None
 ) -> tuple[MetricsSnapshot, list[CollectionIssue]]:
     """Read the DCGM history (blocking). Never raises for what Prometheus does."""
+    from hyperpod_nccl.collect.dcgm import collect_dcgm
+
     with options.source.reader(session, limits) as reader:
         return collect_dcgm(
             reader,
@@ -123,6 +127,8 @@ def metrics_snapshot(options: MetricsOptions, window: Window, **kwargs: Any) -> 
 
 def metrics_report(snapshot: Snapshot) -> Report:
     """The GPU metric checks alone, with what could not be collected."""
+    from hyperpod_nccl.analyze import METRICS_ANALYZERS
+    from hyperpod_nccl.analyze.collection import analyze_collection
     from hyperpod_nccl.diagnose.cause import diagnose_root_cause
     from hyperpod_nccl.next_steps import attach
     from hyperpod_nccl.next_steps.cluster import cluster_facts
