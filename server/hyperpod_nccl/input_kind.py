@@ -9,8 +9,7 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from hyperpod_nccl.bundle.archive import BUNDLE_FOLDER
-from hyperpod_nccl.snapshot import SNAPSHOT_FILE
+from hyperpod_nccl.artifacts import BUNDLE_FOLDER, SNAPSHOT_FILE
 
 # Enough of snapshot.json to see its first keys: `{"schema_version": 1, "collected_at": ...`.
 _HEAD_BYTES = 4096

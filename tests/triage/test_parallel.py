@@ -4,6 +4,7 @@ unsafe)."""
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 
 import pytest
@@ -72,3 +73,11 @@ def test_scans_come_back_sorted_by_source(files: list[InputFile], monkeypatch: p
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     sources = [scan.source for scan in parallel.scan_all(files)]
     assert sources == sorted(sources) and len(sources) == len(files)
+
+
+def test_the_fork_server_preloads_modules_that_exist() -> None:
+    """The fork server skips a preload it cannot import without a word: a renamed module would
+    only make every worker slower."""
+    for name in parallel.FORK_SERVER_PRELOAD:
+        if name != "__main__":
+            assert importlib.util.find_spec(name) is not None, name

@@ -11,11 +11,11 @@ import io
 import tarfile
 from pathlib import Path
 
+from hyperpod_nccl.artifacts import BUNDLE_FOLDER
 from hyperpod_nccl.guard.boundary import write_new_file
 from hyperpod_nccl.guard.redact import redact_text
 from hyperpod_nccl.guard.validate import preview
 
-BUNDLE_FOLDER = "hyperpod-nccl-escalation"
 _SUFFIXES = (".tar.gz", ".tgz")
 
 

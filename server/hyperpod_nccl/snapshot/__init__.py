@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from hyperpod_nccl.artifacts import SNAPSHOT_FILE
 from hyperpod_nccl.bounded import ShortText, Text
 from hyperpod_nccl.guard.boundary import make_new_directory, write_new_file
 from hyperpod_nccl.snapshot.aws import AwsSnapshot
@@ -21,7 +22,6 @@ from hyperpod_nccl.snapshot.metrics import MetricsSnapshot
 from hyperpod_nccl.snapshot.probes import ProbeSnapshot
 from hyperpod_nccl.snapshot.slurm import SlurmSnapshot
 
-SNAPSHOT_FILE = "snapshot.json"
 MAX_SNAPSHOT_BYTES = 512 * 2**20
 
 

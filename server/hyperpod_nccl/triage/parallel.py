@@ -22,10 +22,13 @@ from typing import Literal
 
 from hyperpod_nccl.triage.discover import InputFile
 from hyperpod_nccl.triage.events import FileScan
-from hyperpod_nccl.triage.scanner import scan_input
+from hyperpod_nccl.triage.scanner import prepare, scan_input
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
 MAX_WORKERS = 4
+# What the fork server imports before forking workers (named, not imported: importing it builds
+# the prefilters, which only the fork server needs at start).
+FORK_SERVER_PRELOAD = ("__main__", "hyperpod_nccl.triage.prepared_scanner")
 
 
 Start = Literal["fork", "forkserver", "spawn"]
@@ -51,6 +54,8 @@ def scan_all(files: list[InputFile]) -> list[FileScan]:
     if chosen.workers < 2:
         return [scan_input(item) for item in files]
     biggest_first = sorted(files, key=lambda f: -f.size)
+    if chosen.start == "fork":
+        prepare()
     try:
         with ProcessPoolExecutor(chosen.workers, mp_context=_context(chosen.start)) as pool:
             scans = list(pool.map(scan_input, biggest_first))
@@ -67,7 +72,7 @@ def _context(start: Start) -> BaseContext:
     context = get_context(start)
     if start == "forkserver":
         # The entry script too: a worker forked from a server that holds it skips re-running it.
-        context.set_forkserver_preload(["__main__", scan_input.__module__])
+        context.set_forkserver_preload(list(FORK_SERVER_PRELOAD))
     return context
 
 
