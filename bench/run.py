@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         "--size-gb", type=float, default=2.0, help="log set size (default 2; 0.05 for a dry run)"
     )
     parser.add_argument("--ranks", type=int, default=1024, help="world size (default 1024)")
-    parser.add_argument("--runs", type=int, default=3, help="runs of each tool; the median is printed")
+    parser.add_argument("--runs", type=int, default=5, help="runs of each tool; the median is printed")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out", help="where log sets are kept")
     args = parser.parse_args(argv)
     logs, record = generate(args.out, args.size_gb, args.ranks)
