@@ -26,8 +26,8 @@ def never_worked(candidate: Candidate, group: Group, incident: Incident) -> None
     candidate.category = Category.CONFIG
     candidate.title = (
         f"{group.meaning.title}{' on every node' if everywhere else ''} before any collective completed: "
-        "the nodes never talked over the fabric (RoCE GID index or routing, security group self rule, "
-        "GPUDirect RDMA or provider settings), not one bad link"
+        "the nodes never talked over the fabric (RoCE GID index or routing, MTUs that differ between nodes, "
+        "security group self rule, GPUDirect RDMA or provider settings), not one bad link"
     )
     candidate.confidence = "medium"
     candidate.ranks, candidate.nodes = [], []  # a setting shared by the job, not one node's fault
