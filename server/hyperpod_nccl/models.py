@@ -270,7 +270,8 @@ class RankActivity(_Model):
         default=None, description="Its last training step or progress line before `until`."
     )
     before: list[RankLine] = Field(
-        default_factory=list, description="The last few other non-NCCL lines it wrote before `until`."
+        default_factory=list,
+        description="The last few other non-NCCL lines it wrote after `last_progress` and before `until`.",
     )
     note: ShortText | None = Field(
         default=None, description="Why nothing (or less) could be shown.", exclude_if=_empty

@@ -83,3 +83,32 @@ def test_the_cli_prints_the_activity_and_the_transports(tmp_path: Path) -> None:
     assert f"transport on {planted.culprit_nodes[0]}: TCP" in printed
     assert "transport on 3 nodes: EFA" in printed
     assert "What the culprit was doing" in printed
+
+
+def test_a_culprit_silent_after_its_last_step_is_said_to_have_gone_silent(tmp_path: Path) -> None:
+    """What it printed before a step that still worked is not what stopped it: a warning from the
+    start of the run must not stand in for the stall."""
+    planted = scenarios.straggler_2_4_per_rank(tmp_path)
+    rank = planted.culprit_ranks[0]
+    culprit_log = next(
+        p for p in planted.log_dir.rglob("*") if p.is_file() and p.name.endswith(f"-{rank}.out")
+    )
+    lines = culprit_log.read_text().split("\n")
+    first_step = next(i for i, line in enumerate(lines) if "step" in line)
+    lines.insert(first_step, "UserWarning: an old warning from the start of the run")
+    culprit_log.write_text("\n".join(lines))
+    report = run_triage([planted.log_dir])
+    culprit = next(a for a in report.activity if a.role == "culprit")
+    assert culprit.last_progress is not None
+    assert culprit.before == []  # the scenario's culprit writes nothing after its last step
+    assert culprit.note is not None and "went silent" in culprit.note
+
+
+def test_a_straggler_trigger_time_computed_from_the_watchdog_says_it_is_derived(tmp_path: Path) -> None:
+    """The line the trigger cites was written when the watchdog fired; the time before it is the
+    watchdog's time minus the timeout, and the chain says so rather than pass it off as read."""
+    planted = scenarios.straggler_2_4_per_rank(tmp_path)
+    report = run_triage([planted.log_dir])
+    assert report.root_cause is not None
+    trigger = report.root_cause.chain[0]
+    assert trigger.startswith("trigger:") and "(derived: watchdog time − timeout)" in trigger, trigger

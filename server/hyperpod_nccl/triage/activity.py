@@ -1,6 +1,7 @@
 """What the culprit was doing (issue 14 item 3): for each culprit rank, its last training step or
-progress line and the few other non-NCCL lines it wrote before its first abnormal line (a
-warning, a print, the traceback that led to it), next to the same for one rank that waited.
+progress line and the few other non-NCCL lines it wrote after that step and before its first
+abnormal line (a warning, a print, the traceback that led to it) — or that it wrote nothing, a
+silent stall — next to the same for one rank that waited.
 
 The scan reads only the lines its prefilter routes, so ordinary output (step lines, prints) is
 never parsed. Instead, each event remembers where its line starts in the file, and here, for at
@@ -94,12 +95,16 @@ def _activity(
             time=incident.clock.iso(incident.clock.at(stripped.stamp)),
         )
         if _PROGRESS.search(stripped.message):
-            progress = progress or quoted  # the last one; earlier steps say nothing more
-        elif len(before) < LINES_BEFORE:
-            before.append(quoted)
-        if progress is not None and len(before) >= LINES_BEFORE:
+            # Its last step still worked: what it wrote before that is not what stopped it.
+            progress = quoted
             break
-    note = None if progress or before else "no line of its own before it in the part of the log read"
+        if len(before) < LINES_BEFORE:
+            before.append(quoted)
+    note = None
+    if progress and not before:
+        note = "nothing of its own after its last step: it went silent, with no warning, exception or print"
+    elif not progress and not before:
+        note = "no line of its own before it in the part of the log read"
     return base.model_copy(update={"last_progress": progress, "before": before[::-1], "note": note})
 
 

@@ -32,6 +32,7 @@ class Candidate:
     nodes: list[str] = field(default_factory=list)
     first: Event | None = None
     when: datetime | None = None
+    when_derived: bool = False  # `when` is computed (watchdog time − timeout), not read off `first`
     confidence: Confidence = "high"
     finding_id: str = ""
 
@@ -136,7 +137,8 @@ def _where(event: Event | None) -> str:
 
 def _chain(top: Candidate, context: Context) -> list[str]:
     who = _who(top.ranks, top.nodes)
-    chain = [f"trigger: {top.title}{', ' + who if who else ''}{_at(top.when)}{_where(top.first)}"]
+    when = _at(top.when) + (" (derived: watchdog time − timeout)" if top.when and top.when_derived else "")
+    chain = [f"trigger: {top.title}{', ' + who if who else ''}{when}{_where(top.first)}"]
     verdict = context.verdict
     if context.collective and verdict.waiting:
         chain.append(

@@ -89,6 +89,7 @@ def _candidate(incident: Incident) -> Candidate | None:
         nodes=incident.nodes_of(culprits),
         first=next((e for r in culprits if r in states for e in states[r].witness_events), fired),
         when=collective_start(incident.at(fired), verdict.timeout_ms),
+        when_derived=True,
         confidence=confidence,
         finding_id=finding_id,
     )
