@@ -16,8 +16,8 @@ import pytest
 
 from hyperpod_nccl.analyze.k8s_common import delete_pod, describe_node, describe_pod, pod_events, pod_logs
 from hyperpod_nccl.bundle.case import upload_suggestion
-from hyperpod_nccl.guard.commands import hyperpod_flags, joined, suggest, suggest_chain, value
-from hyperpod_nccl.guard.validate import HostPath, InstanceId, Region, SlurmNodeName
+from hyperpod_nccl.guard.commands import hyperpod_flags, joined, placeholder, suggest, suggest_chain, value
+from hyperpod_nccl.guard.validate import HostPath, InstanceId, Region, SlurmJobId, SlurmNodeName
 from hyperpod_nccl.models import SuggestedCommand
 from hyperpod_nccl.slurm import remediation
 from tests.probes.plant import healthy, node, recorded, report, with_section
@@ -99,6 +99,18 @@ def test_a_value_that_fails_its_check_is_left_out_and_the_why_says_so() -> None:
     assert command.why.startswith("Shows the node. (<region> left out: 'us-west-2; rm -rf /' is not a valid")
     long = value(Region, "x" * 200_000)
     assert long.problem is not None and len(long.problem) < 200
+
+
+def test_a_value_nobody_gave_stays_a_quoted_placeholder_and_the_why_says_to_replace_it() -> None:
+    command = suggest(
+        "sbatch", joined("--mem=", placeholder("memory")), placeholder("job-script"), why="More memory."
+    )
+    assert (
+        command.command == "sbatch '--mem=<memory>' '<job-script>'"
+    )  # quoted: pasted as is, it redirects nothing
+    assert command.why == "More memory. (replace <memory>, <job-script> with your own values)"
+    known = suggest("sacct -j", value(SlurmJobId, "4242"), why="The job's steps.")
+    assert known.why == "The job's steps."
 
 
 def _hostile_probe_outputs(hostile: str) -> Iterator[str]:

@@ -107,6 +107,17 @@ def _problems(command: Command) -> list[str]:
     return found
 
 
+def _unknowns(command: Command) -> list[str]:
+    """The placeholders standing for values nobody gave (not ones left out for a problem)."""
+    values: list[Value] = []
+    for word in [] if isinstance(command, str) else command:
+        if isinstance(word, Value):
+            values.append(word)
+        elif isinstance(word, Joined):
+            values.extend(part for part in word.parts if isinstance(part, Value))
+    return [v.text for v in values if not v.problem and v.text.startswith("<") and v.text.endswith(">")]
+
+
 _SEPARATORS: dict[str, str] = {"|": " | ", "&&": " && ", ";": "; "}
 
 
@@ -135,12 +146,18 @@ def suggest_chain(
     permission: str | None = None,
 ) -> SuggestedCommand:
     """A suggested command line: commands with `|`, `&&` or `;` between them; see the module docstring."""
-    problems = [problem for command in _commands(line) for problem in _problems(command)]
+    commands = _commands(line)
+    problems = [problem for command in commands for problem in _problems(command)]
+    unknowns = list(dict.fromkeys(u for command in commands for u in _unknowns(command)))
     # The same value left out twice is said once.
     note = "; ".join(dict.fromkeys(problems))
+    if note:
+        why = f"{why} ({note}; fill it in yourself)"
+    elif unknowns:  # the shell quotes them: they must be replaced, not pasted as they are
+        why = f"{why} (replace {', '.join(unknowns)} with your own value{'s' if len(unknowns) > 1 else ''})"
     return SuggestedCommand(
         command=command_text(*line),
-        why=f"{why} ({note}; fill it in yourself)" if note else why,
+        why=why,
         blast_radius=blast_radius,
         permission=permission,
     )
