@@ -700,3 +700,45 @@ def test_open_mpis_first_failed_process_banner_names_the_rank(tmp_path: Path) ->
     report = triage(tmp_path, {"mpirun.out": banner})
     exits = [e for f in report.findings for e in f.evidence if "Process name" in e.text]
     assert exits and exits[0].rank == 13, describe(report)
+
+
+@pytest.mark.parametrize("family", [0, 1, 33022])
+def test_an_address_that_is_no_address_is_two_nccl_builds_unless_an_interface_was_named(
+    tmp_path: Path, family: int
+) -> None:
+    warn = nccl_warn(
+        "gpu-a",
+        517,
+        1,
+        "misc/socket.cc:717",
+        f"ncclSocketInit: connecting to address with family {family} is neither AF_INET(2) nor AF_INET6(10)",
+    )
+    report = triage(tmp_path / "builds", {"rank1.log": warn.lstrip("\n") + "\n"})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    assert any(f.id == "triage.software.peer_address_layout" for f in report.findings)
+    named = "gpu-a:517:517 [1] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ens9\n"
+    report = triage(tmp_path / "named", {"rank1.log": named + warn.lstrip("\n") + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert report.root_cause is not None and "NCCL_SOCKET_IFNAME=ens9" in report.root_cause.summary
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Failed to find reverse path from remNode 0/5f000 nlinks 4 to node 0/cb000",
+        "Failed to find reverse path from remNode id 2 type 1 nlinks 3 to node id 0 type 0",
+    ],
+    ids=["type-id", "id-type"],
+)
+def test_a_topology_search_with_no_way_back_is_an_nccl_that_does_not_know_the_machine(
+    tmp_path: Path, message: str
+) -> None:
+    lines = [
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, internal error",
+        "ncclInternalError: Internal check failed.",
+        "Last error:",
+        message,
+    ]
+    report = triage(tmp_path, {"train.log": "\n".join(lines) + "\n"})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    assert any(f.id == "triage.software.nccl_topology" for f in report.findings)

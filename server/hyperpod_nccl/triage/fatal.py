@@ -183,6 +183,22 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 10",
     ),
+    "peer_address_layout": _fail(
+        "triage.software.peer_address_layout",
+        "A peer's address arrived in a layout this NCCL does not read (not an IPv4/IPv6 family): the "
+        "ranks load different NCCL or network-plugin builds",
+        C.SOFTWARE,
+        78,
+        "debugging-guide.md § 10",
+    ),
+    "nccl_topology": _fail(
+        "triage.software.nccl_topology",
+        "NCCL's topology search failed: an NCCL older than this machine's GPUs or NVSwitch, devices "
+        "hidden unevenly (CUDA_VISIBLE_DEVICES), or an NCCL_TOPO_FILE written for another machine",
+        C.SOFTWARE,
+        78,
+        "debugging-guide.md § 10",
+    ),
     "preempted": _fail(
         "triage.infra.preempted", "Workload preempted", C.INFRASTRUCTURE, 85, "debugging-guide.md § 16"
     ),

@@ -395,7 +395,6 @@ CONFIG = (
             "no socket interface found",
             "No usable listening interface found",
             "NET/Socket : no interface found",
-            "is neither AF_INET",
             "no device found matching",
             # NCCL ≤ 2.3 when a container has no usable IP interface (EAFNOSUPPORT).
             "Socket creation failed",
@@ -456,6 +455,14 @@ CONFIG = (
     # limited to launchers and interpreters: prologs print it for harmless tools (`module: …`).
     # libtorch built against a newer NCCL than the libnccl the loader found.
     _p("nccl_symbol", "undefined symbol: nccl"),
+    # A peer's connection handle read in another layout: `connecting to address with family 0 (or
+    # 33022) is neither AF_INET(2) nor AF_INET6(10)` when ranks load different NCCL or net-plugin
+    # builds; family 1 (AF_UNIX) from a transport bug. Never a host's missing interface.
+    _p("peer_address_layout", "is neither AF_INET"),
+    # NCCL's topology search finding a link with no way back (graph/paths.cc): an NCCL older than
+    # the machine's GPUs / NVSwitch, devices hidden unevenly (CUDA_/HIP_VISIBLE_DEVICES), or an
+    # NCCL_TOPO_FILE that describes another machine.
+    _p("nccl_topology", "Failed to find reverse path"),
     _p(
         "missing_program",
         (
@@ -1013,6 +1020,13 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         key="provider",
     ),
     _p("network", "Using network", r"Using network (?P<network>.+?)\s*$", key="network"),
+    # The interface a job named for NCCL's sockets (`NCCL_SOCKET_IFNAME set by environment to eth2`).
+    _p(
+        "socket_ifname",
+        "NCCL_SOCKET_IFNAME set",
+        r"NCCL_SOCKET_IFNAME set (?:by environment )?to (?P<ifname>\S+)",
+        key="ifname",
+    ),
     # The address a node's NCCL bootstraps and connects from: peers' errors name it.
     _p(
         "net_addr",

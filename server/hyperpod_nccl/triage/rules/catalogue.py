@@ -14,6 +14,7 @@ from hyperpod_nccl.triage.root_cause import Candidate
 from hyperpod_nccl.triage.rules.fabric import never_worked
 from hyperpod_nccl.triage.rules.origin import ORIGIN_REFINERS, Refiner
 from hyperpod_nccl.triage.rules.outcome import Outcome
+from hyperpod_nccl.triage.rules.peer_address import named_interface
 
 _KILL_IDS = frozenset({"triage.host.sigkill"})
 # Guesses from an NCCL result code alone: an NCCL WARN line names the call that really failed, and
@@ -22,7 +23,7 @@ _GUESSES_WITHOUT_WARN = frozenset({"triage.config.nccl_system_call"})
 _NCCL_WARN_ID = "triage.nccl.warn"
 # After a candidate is proposed: who began the failure (origin.py), and whether a fabric error
 # means a fabric that never worked (fabric.py).
-REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked)
+REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked, named_interface)
 
 
 def catalogue(incident: Incident) -> Outcome:
