@@ -742,3 +742,20 @@ def test_a_topology_search_with_no_way_back_is_an_nccl_that_does_not_know_the_ma
     report = triage(tmp_path, {"train.log": "\n".join(lines) + "\n"})
     assert cause(report)[0] == Category.SOFTWARE, describe(report)
     assert any(f.id == "triage.software.nccl_topology" for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    "banner",
+    [
+        "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)",
+        "/opt/train/run.sh: line 12:  4242 Bus error               (core dumped) python train.py",
+        "Fatal Python error: Bus error",
+    ],
+    ids=["ucx-banner", "shell-core-dumped", "python-faulthandler"],
+)
+def test_a_process_bus_error_banner_is_shared_memory_like_exit_code_minus_7(
+    tmp_path: Path, banner: str
+) -> None:
+    report = triage(tmp_path, {"rank0.log": banner + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.sigbus" for f in report.findings)

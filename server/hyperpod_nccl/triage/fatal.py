@@ -744,8 +744,15 @@ def _store_barrier(event: Event) -> Meaning:
     return _SIMPLE["rendezvous"]
 
 
+_BUS_ERROR_WORDS = re.compile(r"Bus error|SIGBUS|[Ss]ignal:? 7\b")
+
+
 def _crash(event: Event) -> Meaning | None:
-    return _SEGFAULT if _SEGFAULT_WORDS.search(event.text) else None
+    if _SEGFAULT_WORDS.search(event.text):
+        return _SEGFAULT
+    # A process's own bus-error banner (`Caught signal 7 (Bus error: nonexistent physical address)`,
+    # `Bus error (core dumped)`): the same fault a launcher reports as exit code -7.
+    return _BUS_ERROR if _BUS_ERROR_WORDS.search(event.text) else None
 
 
 def _xid(event: Event) -> Meaning:
