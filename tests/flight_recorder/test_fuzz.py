@@ -19,6 +19,7 @@ from hyperpod_nccl.flight_recorder.model import (
     MAX_TEXT,
     NotADump,
     RankDump,
+    _Builder,
     parse_dump,
 )
 from hyperpod_nccl.flight_recorder.reader import DumpFile, Unreadable, decode, read_dumps
@@ -153,3 +154,26 @@ def test_any_plain_data_parses_matches_and_reports_within_bounds(
         _assert_bounded(parsed)
         matcher.add(parsed)
     _assert_findings_bounded(matcher, [])
+
+
+def _entry_by_entry(data: object) -> RankDump:
+    """The dump as `_Builder.add` alone reads it: every field of every entry checked."""
+    dump = RankDump(source="nccl_trace_rank_0", rank=0, encoding="pickle")
+    builder = _Builder(dump)
+    entries = data.get("entries") if isinstance(data, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        builder.add(entry)
+    return dump
+
+
+@settings(max_examples=200, deadline=None)
+@given(plain_dumps())
+def test_the_shortcut_for_repeated_calls_reads_exactly_what_the_full_check_reads(data: object) -> None:
+    try:
+        parsed = parse_dump(data, "nccl_trace_rank_0", 0, "pickle")
+    except NotADump:
+        return
+    full = _entry_by_entry(data)
+    assert parsed.records() == full.records()
+    for name in ("entries", "earliest_record", "states_known", "has_frames", "backend"):
+        assert getattr(parsed, name) == getattr(full, name), name

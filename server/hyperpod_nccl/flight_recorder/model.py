@@ -206,7 +206,7 @@ def parse_dump(data: object, source: str, rank: int | None, encoding: Encoding) 
         dump.limits.append(f"{len(entries)} entries: only the last {MAX_ENTRIES} were read")
         entries = entries[-MAX_ENTRIES:]
     builder = _Builder(dump)
-    malformed = sum(1 for entry in entries if not builder.add(entry))
+    malformed = sum(1 for entry in entries if not builder.take(entry))
     if malformed:
         dump.limits.append(f"{malformed} malformed entr{'ies' if malformed > 1 else 'y'} skipped")
     if entries and not dump.has_frames:
@@ -232,6 +232,55 @@ class _Builder:
         self.stack_ids: dict[tuple[int, ...], int] = {(): 0}  # id()s of a stack's frame dicts
         self.traces: dict[tuple[object, bool], Trace] = {}
         self.pg_ids: dict[str, str] = {}  # pg_id → group name
+        # (call's raw fields, group, state) → its trace, vote and whether it started: see `take`
+        self.routine: dict[tuple[object, ...], tuple[Trace, int, bool]] = {}
+
+    def take(self, entry: object) -> bool:
+        """`add`, with a shortcut for the common entry: a collective that repeats a call, group and
+        state this dump has already had. Its trace and vote are known from the first time, so it
+        costs six appends instead of three validations (a third of the parse time). Anything
+        else, and every first occurrence, goes through `add`."""
+        try:
+            rid, name, is_p2p, seq, state_name, created, *sizes, group, frames = _ROUTINE(entry)
+        except (KeyError, TypeError):  # not a dict, or an older format: `add` reads it field by field
+            return self.add(entry)
+        if (
+            is_p2p is not False
+            or type(rid) is not int
+            or type(seq) is not int
+            or type(created) is not int
+            or type(state_name) is not str
+            or not (_INT_MIN <= rid <= _INT_MAX and _INT_MIN <= seq <= _INT_MAX and 0 < created <= _INT_MAX)
+        ):
+            return self.add(entry)
+        try:
+            key = (name, repr(sizes), tuple(group) if type(group) is list else group, state_name)
+            known = self.routine.get(key)
+        except (TypeError, RecursionError):  # unhashable or absurdly nested: `add` says what it is
+            return self.add(entry)
+        if known is None or (known[0].seqs and known[0].seqs[-1] == seq):  # first time, or coalesced
+            trace = self.traces.get((key[2], False))
+            before = len(trace) if trace is not None else 0
+            added = self.add(entry)
+            trace = self.traces.get((key[2], False))
+            # Only an entry that became a record of its own shows its call's vote (a coalesced
+            # one merged into the record before it).
+            if added and state_name in _STATES and trace is not None and len(trace) == before + 1:
+                self.routine.setdefault(key, (trace, trace.votes[-1], bool(_STATES[state_name])))
+            return added
+        trace, vote, started = known
+        dump = self.dump
+        dump.entries += 1
+        if started:
+            dump.states_known = True
+        if dump.earliest_record is None or rid < dump.earliest_record:
+            dump.earliest_record = rid
+        trace.seqs.append(seq)
+        trace.votes.append(vote)
+        trace.record_ids.append(rid)
+        trace.stacks.append(self._stack(frames) if frames is not None else 0)
+        trace.created.append(created)
+        return True
 
     def add(self, entry: object) -> bool:
         """Take one entry; False when it is malformed (counted, not read)."""
@@ -354,6 +403,17 @@ class _Builder:
 
 
 _SIZE_KEYS = ("input_sizes", "input_dtypes", "output_sizes", "output_dtypes")
+_ROUTINE = itemgetter(
+    "record_id",
+    "profiling_name",
+    "is_p2p",
+    "collective_seq_id",
+    "state",
+    "time_created_ns",
+    *_SIZE_KEYS,
+    "process_group",
+    "frames",
+)
 _SIZES = itemgetter(*_SIZE_KEYS)
 _FAST = itemgetter(
     "record_id", "profiling_name", "is_p2p", "collective_seq_id", "p2p_seq_id", "state", "time_created_ns"
