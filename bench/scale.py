@@ -3,7 +3,8 @@
 Each size is a straggler incident (rank 777 stops outside NCCL, every other rank times out in the
 next all-reduce) with the same steps per rank, written two ways: one file per node (Slurm's
 `--output` per node, 8 ranks interleaved under `srun --label`) and one file per rank. Sets are
-generated once into `--out` and reused, and read once before their run (page cache warm). The figures in the README come from this script.
+generated once into `--out` and reused, and read once before their run (page cache warm). The
+figures in the README come from this script.
 
     .venv/bin/python bench/scale.py [--ranks 1024 8192 32768] [--steps 200]
 """
