@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,3 +21,29 @@ def serve(
     if folders:
         args += ["--output-dir", str(folders[0])]
     return StdioServerParameters(command=sys.executable, args=args, env=env)
+
+
+# What a client writes to list the tools: raw JSON-RPC lines, no SDK in between.
+LIST_TOOLS_HANDSHAKE = (
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+)
+
+
+def raw_tool_list(server: subprocess.Popen[str]) -> str:
+    """Send the handshake to a server started with text pipes; the tools/list answer's line as it came."""
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write("".join(json.dumps(message) + "\n" for message in LIST_TOOLS_HANDSHAKE))
+    server.stdin.flush()
+    server.stdout.readline()  # the initialize answer
+    return server.stdout.readline()

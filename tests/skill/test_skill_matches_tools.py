@@ -22,6 +22,7 @@ from hyperpod_nccl.workflow import (
     report_shape,
     triage_prompt,
 )
+from tests.servers.mcp_stdio import raw_tool_list
 
 ROOT = Path(__file__).parents[2]
 SKILL = (ROOT / "SKILL.md").read_text(encoding="utf-8")
@@ -84,26 +85,7 @@ def _tools_list_bytes() -> tuple[int, list[dict]]:
         text=True,
     )
     try:
-        requests = [
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "0"},
-                },
-            },
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        ]
-        assert server.stdin and server.stdout
-        for request in requests:
-            server.stdin.write(json.dumps(request) + "\n")
-        server.stdin.flush()
-        server.stdout.readline()  # the initialize answer
-        line = server.stdout.readline()
+        line = raw_tool_list(server)
     finally:
         server.terminate()
         server.wait(timeout=10)

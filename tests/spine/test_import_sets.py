@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.servers.mcp_stdio import raw_tool_list
+
 HEAVY = ("boto3", "botocore", "kubernetes", "mcp")
 _PROBE = """
 import json, sys
@@ -75,30 +77,13 @@ def test_serve_answers_its_tool_list_without_the_cloud_clients(tmp_path: Path) -
         stderr=importtime.open("w"),
         text=True,
     )
-    handshake = (
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    )
-    assert server.stdin is not None and server.stdout is not None
-    server.stdin.write("".join(json.dumps(message) + "\n" for message in handshake))
-    server.stdin.flush()
-    answers = [json.loads(server.stdout.readline()) for _ in range(2)]
+    tools = {tool["name"] for tool in json.loads(raw_tool_list(server))["result"]["tools"]}
+    assert server.stdin is not None
     server.stdin.close()  # end of input: the server exits
     server.wait(timeout=60)
     log = importtime.read_text()
     loaded = {line.rsplit("|", 1)[1].strip() for line in log.splitlines() if "import time:" in line}
     packages = {module.split(".")[0] for module in loaded}
-    tools = {tool["name"] for tool in answers[1]["result"]["tools"]}
     assert {"triage_logs", "run_diagnostic", "list_pods"} <= tools
     assert "mcp" in packages
     assert packages.isdisjoint({"boto3", "botocore", "kubernetes", "httpx"})
