@@ -457,7 +457,8 @@ CONFIG = (
     _p("nccl_symbol", "undefined symbol: nccl"),
     # A peer's connection handle read in another layout: `connecting to address with family 0 (or
     # 33022) is neither AF_INET(2) nor AF_INET6(10)` when ranks load different NCCL or net-plugin
-    # builds; family 1 (AF_UNIX) from a transport bug. Never a host's missing interface.
+    # builds; family 1 (AF_UNIX) from a transport bug. A job that named NCCL_SOCKET_IFNAME points at
+    # that interface instead (rules/peer_address.py).
     _p("peer_address_layout", "is neither AF_INET"),
     # NCCL's topology search finding a link with no way back (graph/paths.cc): an NCCL older than
     # the machine's GPUs / NVSwitch, devices hidden unevenly (CUDA_/HIP_VISIBLE_DEVICES), or an

@@ -21,8 +21,9 @@ _KILL_IDS = frozenset({"triage.host.sigkill"})
 # with one in the logs the guess is withdrawn (the earliest abnormal line is quoted instead).
 _GUESSES_WITHOUT_WARN = frozenset({"triage.config.nccl_system_call"})
 _NCCL_WARN_ID = "triage.nccl.warn"
-# After a candidate is proposed: who began the failure (origin.py), and whether a fabric error
-# means a fabric that never worked (fabric.py).
+# After a candidate is proposed: who began the failure (origin.py), whether a fabric error means a
+# fabric that never worked (fabric.py), and which cause an unreadable peer address has
+# (peer_address.py).
 REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked, named_interface)
 
 
