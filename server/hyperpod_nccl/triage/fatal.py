@@ -892,9 +892,14 @@ def nccl_result(event: Event) -> str:
     return event.fields.get("what", "").strip().lower()
 
 
+# ncclInvalidUsage with no WARN saying why: most often two ranks of one communicator on one GPU
+# (more ranks per node than GPUs, CUDA_VISIBLE_DEVICES, set_device(RANK) for LOCAL_RANK), which
+# NCCL ≥ 2.7 refuses; otherwise a rank or world size the ranks disagree on.
 _NCCL_INVALID_USAGE = _fail(
     "triage.software.nccl_invalid_usage",
-    "NCCL rejected a call (invalid usage / argument)",
+    "NCCL rejected a call (invalid usage / argument): most often two ranks on one GPU (more ranks per "
+    "node than GPUs, CUDA_VISIBLE_DEVICES, set_device(RANK) where LOCAL_RANK belongs) or ranks that "
+    "disagree on the world size; rerun with NCCL_DEBUG=WARN to see which",
     C.SOFTWARE,
     50,
     "debugging-guide.md § 2",
