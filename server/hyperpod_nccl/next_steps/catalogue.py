@@ -629,6 +629,24 @@ def _mtu(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _hostnames(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "hostnamectl",
+            why="the machine's static hostname: run it on each machine of the job, by its address; two "
+            "answering the same name is the fault",
+            permission=_SHELL_ON_NODE,
+        ),
+        suggest(
+            "sudo hostnamectl set-hostname",
+            placeholder("unique-name"),
+            why="one name per machine, so NCCL and the logs tell the machines apart",
+            blast_radius=BlastRadius.CHANGES_CONFIG,
+            permission=_ROOT_ON_NODE,
+        ),
+    ]
+
+
 SECTION_STEPS: dict[str, Steps] = {
     "debugging-guide.md § 1": _timeout,
     "debugging-guide.md § 2": _mismatch,
@@ -655,6 +673,7 @@ SECTION_STEPS: dict[str, Steps] = {
     "multinode.md § 1": _fabric_manager,
     "multinode.md § 2": _interfaces,
     "multinode.md § 4": _mtu,
+    "multinode.md § 8": _hostnames,
     "operations.md § 2": _iam,
     "operations.md § 3": _ssm,
     "operations.md § 4": _cloudwatch,

@@ -199,6 +199,14 @@ _SIMPLE: dict[str, Meaning] = {
         78,
         "debugging-guide.md § 10",
     ),
+    "nccl_injected_topology": _fail(
+        "triage.config.nccl_injected_topology",
+        "NCCL read a graph or topology file that does not match this machine (NCCL_GRAPH_FILE or "
+        "NCCL_TOPO_FILE, set in the environment or in /etc/nccl.conf)",
+        C.CONFIG,
+        78,
+        "debugging-guide.md § 19",
+    ),
     "preempted": _fail(
         "triage.infra.preempted", "Workload preempted", C.INFRASTRUCTURE, 85, "debugging-guide.md § 16"
     ),
@@ -625,6 +633,39 @@ def _ib_completion(event: Event) -> Meaning:
     )
 
 
+# What a verbs call answered when NCCL set up a connection: the address it picked cannot work.
+_UNUSABLE_ADDRESS = ("No such device", "Invalid argument", "Network is unreachable", "No data available")
+
+
+def _ib_setup(event: Event) -> Meaning | None:
+    if "retrying" in event.text:
+        return None  # NCCL ≥ 2.23 retries a refused modify_qp at INFO level: only the last failure counts
+    why = event.fields.get("why", "")
+    call = event.fields.get("call", "a verbs call")
+    if why.startswith("Cannot allocate memory"):
+        return _MEMLOCK
+    if any(why.startswith(text) for text in _UNUSABLE_ADDRESS):
+        return _fail(
+            "triage.config.ib_setup_address",
+            f"IB/RoCE connection setup failed ({call}: {why}): the port or GID NCCL picked cannot reach the "
+            "peer (NCCL_IB_GID_INDEX, RoCE v1 against v2, a RoCE interface without an IP address, or "
+            "NCCL_IB_HCA naming the wrong port)",
+            C.CONFIG,
+            76,
+            "debugging-guide.md § 3",
+        )
+    if "timed out" in why:
+        return _fail(
+            "triage.network.ib_setup",
+            f"IB/RoCE connection setup failed ({call}: {why}): the peer's port never answered (a link or "
+            "switch down, or GIDs the fabric does not route)",
+            C.NETWORK,
+            60,
+            "debugging-guide.md § 3",
+        )
+    return None  # a call that failed for a reason not read here: the never-silent fallback quotes it
+
+
 _MEMLOCK = _fail(
     "triage.config.memlock",
     "RDMA memory registration failed (memlock limit)",
@@ -672,8 +713,14 @@ _MISMATCHED_BUILDS = (
 )
 
 
+# cudaErrorPeerAccessUnsupported (217) in any of CUDA's framings: the GPUs cannot reach each other's memory.
+_PEER_ACCESS = ("peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED")
+
+
 def _cuda_error(event: Event) -> Meaning:
     what = event.fields.get("what", "")
+    if any(text in what for text in _PEER_ACCESS):
+        return _SIMPLE["p2p_unsupported"]
     if any(text in what for text in _MISMATCHED_BUILDS):
         return _fail(
             "triage.software.cuda_build_mismatch",
@@ -974,6 +1021,7 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "socket_connect": _socket_connect,
     "async_error": _async_error,
     "cuda_error": _cuda_error,
+    "ib_setup": _ib_setup,
     "crash": _crash,
     "store_barrier": _store_barrier,
 }

@@ -464,6 +464,9 @@ CONFIG = (
     # the machine's GPUs / NVSwitch, devices hidden unevenly (CUDA_/HIP_VISIBLE_DEVICES), or an
     # NCCL_TOPO_FILE that describes another machine.
     _p("nccl_topology", "Failed to find reverse path"),
+    # A graph or topology file injected through NCCL_GRAPH_FILE / NCCL_TOPO_FILE (often from
+    # /etc/nccl.conf) that describes another machine: `XML Import Channel : dev 1 not found`.
+    _p("nccl_injected_topology", ("XML Import Channel", "Could not open XML topology file")),
     _p(
         "missing_program",
         (
@@ -553,6 +556,16 @@ CONFIG = (
 )
 
 TRANSPORT = (
+    # Setting up an IB/RoCE connection (`Call to ibv_modify_qp failed with 19 No such device`, `… with
+    # error Invalid argument`, `Call to ibv_create_ah failed …`): what the verbs call said decides
+    # between an address NCCL picked that cannot work (GID index, RoCE version) and a peer that
+    # never answered.
+    _p(
+        "ib_setup",
+        "Call to ibv_",
+        r"Call to (?P<call>ibv_(?:modify_qp|create_ah|create_qp|query_gid|query_port|open_device)) failed"
+        r"(?: with (?:error )?(?:(?P<errno>\d+) )?(?P<why>[A-Za-z][\w ]*[a-z]))?",
+    ),
     _p(
         "transport_error",
         ("NET/OFI Request", "Remote write completed", "Fatal: rx buffer", "Fatal: Bounce buffer"),
@@ -901,8 +914,9 @@ VISIBLE = (
             "returncode",
             "xited with code",
             "xited with status",
+            "xit with status code",  # Horovod: `Process 1 exit with status code 1.`
         ),
-        r"(?i)(?:exit(?:ed)?(?: with)?[ _](?:code|status)|return[ _]?code)\s*[:=]?\s*\(?"
+        r"(?i)(?:exit(?:ed)?(?: with)?[ _](?:status code|code|status)|return[ _]?code)\s*[:=]?\s*\(?"
         r"(?P<status_code>-?[1-9]\d*)\b",
     ),
     _p(
@@ -928,6 +942,11 @@ VISIBLE = (
             "worker died or was killed",
             "The actor is dead",
             "actor died",
+            # Ray Tune / Train: `Trials did not complete: [TorchTrainer_…]`, `Number of errored trials: 1`
+            "Trials did not complete",
+            "errored trials",
+            # Horovod: `Terminating remaining workers after failure of Process 1.`
+            "after failure of Process",
         ),
         r"^(?P<nonzero>)(?:.*?MPI_ABORT was invoked on rank (?P<mpi_rank>\d+))?",
     ),
@@ -1028,13 +1047,17 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         r"NCCL_SOCKET_IFNAME set (?:by environment )?to (?P<ifname>\S+)",
         key="ifname",
     ),
-    # The address a node's NCCL bootstraps and connects from: peers' errors name it.
+    # The address a node's NCCL bootstraps and connects from: peers' errors name it. NCCL 2.0–2.3
+    # wrote `NET : Using interface eth1:10.0.0.5<0>`.
     _p(
         "net_addr",
-        ("Bootstrap", "NET/Socket : Using", "; OOB "),
-        r"(?:Using|OOB) (?:\[\d+\])?[\w.-]+:(?P<addr>[\d.]+|[0-9a-fA-F:]+[0-9a-fA-F])(?:%\w+)?<",
+        ("Bootstrap", "NET/Socket : Using", "; OOB ", "NET : Using interface"),
+        r"(?:Using|OOB) (?:interface )?(?:\[\d+\])?(?P<iface>[\w.-]+):"
+        r"(?P<addr>[\d.]+|[0-9a-fA-F:]+[0-9a-fA-F])(?:%\w+)?<",
         key="addr",
     ),
+    # NCCL connecting two ranks through memory it believes they share: only ranks of one host can.
+    _p("same_host_transport", ("via P2P/IPC", "via SHM", "via P2P/direct", "via P2P/CUMEM")),
     _p(
         "resumed",
         ("checkpoint", "Restor", "Resum", "Loading checkpoint", "Loaded checkpoint"),

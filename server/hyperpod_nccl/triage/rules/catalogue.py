@@ -17,8 +17,9 @@ from hyperpod_nccl.triage.rules.outcome import Outcome
 from hyperpod_nccl.triage.rules.peer_address import named_interface
 
 _KILL_IDS = frozenset({"triage.host.sigkill"})
-# Guesses from an NCCL result code alone: an NCCL WARN line names the call that really failed, and
-# with one in the logs the guess is withdrawn (the earliest abnormal line is quoted instead).
+# Guesses from an NCCL result code alone: an NCCL WARN line (or a failed verbs call) names the call
+# that really failed, and with one in the logs the guess is withdrawn (the earliest abnormal line is
+# quoted instead).
 _GUESSES_WITHOUT_WARN = frozenset({"triage.config.nccl_system_call"})
 _NCCL_WARN_ID = "triage.nccl.warn"
 # After a candidate is proposed: who began the failure (origin.py), whether a fabric error means a
@@ -39,7 +40,8 @@ def catalogue(incident: Incident) -> Outcome:
 
 
 def _without_withdrawn_guess(group: Group, incident: Incident) -> Group:
-    if group.meaning.id in _GUESSES_WITHOUT_WARN and _NCCL_WARN_ID in incident.groups:
+    named_call = _NCCL_WARN_ID in incident.groups or incident.index.kind("ib_setup")
+    if group.meaning.id in _GUESSES_WITHOUT_WARN and named_call:
         return Group(NCCL_RAISED, group.events)
     return group
 

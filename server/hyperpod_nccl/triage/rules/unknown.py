@@ -29,6 +29,7 @@ _PRIMARY: dict[str, tuple[str, str]] = {
     "nccl_error": ("an NCCL error raised to Python", "debugging-guide.md § 3"),
     "remote_exit": ("NCCL: remote process exited or network error", "debugging-guide.md § 3"),
     "transport_error": ("a transport error", "debugging-guide.md § 3"),
+    "ib_setup": ("a failed IB/RoCE verbs call", "debugging-guide.md § 3"),
     "exception": ("a Python exception", "debugging-guide.md § 15"),
     "traceback": ("a Python traceback", "debugging-guide.md § 15"),
     "cuda_error": ("a CUDA error", "debugging-guide.md § 20"),
@@ -74,6 +75,8 @@ def abnormal_events(incident: Incident) -> tuple[list[Event], list[Event]]:
 
 
 def _failed(event: Event) -> bool:
+    if event.kind == "ib_setup":
+        return "retrying" not in event.text  # NCCL retries a refused modify_qp before it gives up
     if event.kind == "worker_exit":
         return "nonzero" in event.fields or (exit_code(event) or 0) != 0
     if event.kind == "srun_task":

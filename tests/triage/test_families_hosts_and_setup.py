@@ -1,0 +1,162 @@
+"""Families of wording from a third set of threads outside the corpus (issue 16, "Done when": logs
+from threads not in the corpus score the same): machines that share a hostname, connection setup
+on IB/RoCE, injected topology files, peer access in CUDA's own words, and the way Ray Tune and
+Horovod say a job failed. Each is tested in wordings other than the pasted case's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hyperpod_nccl.models import Category, Status
+from tests.triage.test_families import cause, describe, nccl_warn, quotes, triage
+
+# --- two machines, one hostname ---------------------------------------------------------------------
+
+
+def _bootstrap(host: str, pid: int, address: str, *, old: bool) -> str:
+    if old:  # NCCL 2.0–2.3
+        return f"{host}:{pid}:{pid + 14} [0] INFO NET : Using interface eth1:{address}<0>"
+    return f"{host}:{pid}:{pid} [0] NCCL INFO Bootstrap : Using eth1:{address}<0>"
+
+
+@pytest.mark.parametrize("old", [True, False], ids=["nccl-2.2", "nccl-2.18"])
+def test_one_hostname_on_two_addresses_connected_through_ipc_is_configuration(
+    tmp_path: Path, old: bool
+) -> None:
+    lines = [
+        _bootstrap("worker", 1201, "10.4.0.21", old=old),
+        _bootstrap("worker", 3377, "10.4.0.22", old=old),
+        "worker:3377:3390 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] via P2P/IPC",
+        nccl_warn(
+            "worker", 3377, 0, "transport/p2p.cc:211", "failed to open CUDA IPC handle : 1 invalid argument"
+        )[1:],
+    ]
+    report = triage(tmp_path, {"mpirun.out": "\n".join(lines) + "\n"})
+    assert cause(report) == (Category.CONFIG, [], ["worker"]), describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.config.shared_hostname")
+    assert "10.4.0.21" in finding.title and "10.4.0.22" in finding.title
+    assert quotes(report, "via P2P/IPC")
+    assert any("hostnamectl" in c.command for c in finding.suggested_commands)
+
+
+def test_a_shared_hostname_in_a_healthy_run_is_a_warning_without_a_cause(tmp_path: Path) -> None:
+    lines = [
+        _bootstrap("localhost", 95772, "59.77.7.23", old=False),
+        _bootstrap("localhost", 27896, "59.77.7.30", old=False),
+        "localhost:95772:95772 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0",
+    ]
+    report = triage(tmp_path, {"run.log": "\n".join(lines) + "\n"})
+    assert report.root_cause is None, describe(report)
+    assert [f.status for f in report.findings if f.id == "triage.config.shared_hostname"] == [Status.WARN]
+
+
+def test_one_host_with_two_interfaces_is_not_a_shared_hostname(tmp_path: Path) -> None:
+    lines = [
+        "gpu-a:11:11 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>",
+        "gpu-a:11:40 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:192.168.0.5<0>",
+        "gpu-a:12:12 [1] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>",
+    ]
+    report = triage(tmp_path, {"run.log": "\n".join(lines) + "\n"})
+    assert not [f for f in report.findings if f.id == "triage.config.shared_hostname"], describe(report)
+
+
+# --- IB / RoCE connection setup ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "category"),
+    [
+        (
+            "Call to ibv_modify_qp failed with 19 No such device, on dev mlx5_1:1, curr state INIT",
+            Category.CONFIG,
+        ),
+        ("Call to ibv_modify_qp failed with error Invalid argument", Category.CONFIG),
+        ("Call to ibv_create_ah failed with error No such device", Category.CONFIG),
+        ("Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1", Category.NETWORK),
+    ],
+    ids=["errno-19", "einval-older", "create-ah", "timed-out"],
+)
+def test_a_verbs_call_failing_at_connection_setup_says_address_or_path(
+    tmp_path: Path, message: str, category: Category
+) -> None:
+    text = nccl_warn("gpu01", 2211, 0, "misc/ibvwrap.cc:190", message) + (
+        "\ngpu01:2211:2290 [0] NCCL INFO transport/net_ib.cc:596 -> 2"
+        "\nRuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error\n"
+    )
+    report = triage(tmp_path, {"rank0.log": text.lstrip("\n")})
+    assert cause(report)[0] == category, describe(report)
+    assert quotes(report, message[:30])
+
+
+def test_a_modify_qp_that_nccl_retries_is_not_a_failure(tmp_path: Path) -> None:
+    text = (
+        "gpu01:2211:2290 [0] NCCL INFO Call to ibv_modify_qp failed with 110 Connection timed out, on dev "
+        "mlx5_0:1, curr state INIT, next state RTR, retrying 1/5 after 100 msec of sleep\n"
+        "gpu01:2211:2290 [0] NCCL INFO comm 0x55 rank 0 nranks 2 cudaDev 0 busId 1b000 - Init COMPLETE\n"
+    )
+    report = triage(tmp_path, {"rank0.log": text})
+    assert report.root_cause is None, describe(report)
+
+
+# --- a graph or topology file for another machine ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "warn",
+    [
+        ("graph/search.cc:703", "XML Import Channel : dev 1 not found."),
+        ("graph/xml.cc:680", "Could not open XML topology file /opt/vm/topo.xml : No such file or directory"),
+    ],
+    ids=["graph-file", "topo-file"],
+)
+def test_an_injected_graph_or_topology_file_that_does_not_fit_is_configuration(
+    tmp_path: Path, warn: tuple[str, str]
+) -> None:
+    text = (
+        "vm-1:166:230 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/vm/graph.xml"
+        + nccl_warn("vm-1", 166, 0, *warn)
+        + "\nvm-1:166:230 [0] NCCL INFO init.cc:870 -> 2\n"
+    )
+    report = triage(tmp_path, {"rank0.log": text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.nccl_injected_topology" for f in report.findings)
+
+
+# --- peer access, whichever layer reports it ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA error: peer access is not supported between these two devices",
+        "torch.AcceleratorError: CUDA error: CUDA_ERROR_PEER_ACCESS_UNSUPPORTED",
+        "RuntimeError: cudaErrorPeerAccessUnsupported: peer access is not supported",
+    ],
+    ids=["runtime-text", "driver-name", "runtime-name"],
+)
+def test_peer_access_refused_by_cuda_is_configuration(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"worker.log": f"Traceback (most recent call last):\n{line}\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.p2p_unsupported" for f in report.findings)
+
+
+# --- how Ray Tune and Horovod say the job failed -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2022-11-15 19:26:36,618\tERROR tune.py:773 -- Trials did not complete: [TorchTrainer_96bfe_00000]\n",
+        "Number of errored trials: 1\n| TorchTrainer_0 |            1 | /tmp/ray_results/error.txt |\n",
+        "[1,0]<stdout>:Epoch 1/10\nProcess 1 exit with status code 1.\n"
+        "Terminating remaining workers after failure of Process 1.\n",
+    ],
+    ids=["tune-trials", "tune-errored", "horovodrun"],
+)
+def test_a_failed_trial_or_horovod_process_is_never_silent(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"driver.log": text})
+    assert report.root_cause is not None, describe(report)
+    assert report.summary.issues_found >= 1
