@@ -160,3 +160,79 @@ def test_a_failed_trial_or_horovod_process_is_never_silent(tmp_path: Path, text:
     report = triage(tmp_path, {"driver.log": text})
     assert report.root_cause is not None, describe(report)
     assert report.summary.issues_found >= 1
+
+
+# --- a write the storage cut short ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "luajit: torch/File.lua:210: write error: wrote 397 blocks instead of 412 at THDiskFile.c:340",
+        "tar: ./ckpt/step_1200/model.bin: Wrote only 4096 of 10240 bytes; short write",
+    ],
+    ids=["torch7", "tar"],
+)
+def test_a_write_cut_short_is_storage(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": f"saving checkpoint\n{line}\n"})
+    assert cause(report)[0] == Category.STORAGE_IO, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.storage.short_write")
+    assert any("df -h" in c.command for c in finding.suggested_commands)
+
+
+# --- NCCL giving up at first contact between nodes, with nothing said --------------------------------------
+
+_TAKE_DOWN = (
+    "[E ProcessGroupNCCL.cpp:455] Some NCCL operations have failed or timed out. Due to the asynchronous "
+    "nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.\n"
+    "[E ProcessGroupNCCL.cpp:460] To avoid data inconsistency, we are taking the entire process down.\n"
+)
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "$ torchrun --nproc_per_node=8 --nnodes=2 --node_rank=0 --master_addr=10.0.0.1 train.py\n",
+        "[INFO] [launch.py:122:main] nnodes=2, num_local_procs=8, node_rank=0\n",
+        "Trainer(accelerator='gpu', devices=8, num_nodes=4, strategy='ddp')\n",
+    ],
+    ids=["torchrun", "deepspeed", "lightning"],
+)
+def test_nccl_giving_up_before_any_collective_across_nodes_is_a_labelled_guess(
+    tmp_path: Path, launch: str
+) -> None:
+    report = triage(tmp_path, {"node0.log": launch + _TAKE_DOWN})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert report.root_cause is not None and report.root_cause.confidence == "low"
+    finding = next(f for f in report.findings if f.id == "triage.config.first_contact")
+    assert any("NCCL_IB_DISABLE=1" in c.command for c in finding.suggested_commands)
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "$ torchrun --nproc_per_node=8 --nnodes=1 train.py\n",  # one node: no first contact between nodes
+        "$ torchrun --nnodes=2 train.py\n"
+        # it had been training
+        + "Epoch 0:  41%|████      | 120/290 [03:10<04:30,  1.58s/it, loss=2.31]\n",
+    ],
+    ids=["one-node", "after-training"],
+)
+def test_the_first_contact_guess_needs_nodes_and_no_progress(tmp_path: Path, before: str) -> None:
+    report = triage(tmp_path, {"node0.log": before + _TAKE_DOWN})
+    assert not any(f.id == "triage.config.first_contact" for f in report.findings), describe(report)
+    assert report.root_cause is not None
+
+
+# --- NCCL's invalid-usage code alone -----------------------------------------------------------------------
+
+
+def test_bare_invalid_usage_is_how_ranks_were_launched(tmp_path: Path) -> None:
+    text = (
+        "[1,1]<stderr>:tensorflow.python.framework.errors_impl.UnknownError: ncclCommInitRank failed: "
+        "invalid usage\n"
+    )
+    report = triage(tmp_path, {"horovod.log": text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.config.nccl_invalid_usage")
+    assert any("nvidia-smi -L" in c.command for c in finding.suggested_commands)

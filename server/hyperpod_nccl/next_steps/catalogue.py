@@ -647,6 +647,21 @@ def _hostnames(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _first_contact(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *_interfaces(facts)[:1],
+        export(
+            "NCCL_DEBUG=INFO",
+            "NCCL_DEBUG_SUBSYS=INIT,NET",
+            why="the next run names the transport and the call",
+        ),
+        export(
+            "NCCL_IB_DISABLE=1",
+            why="a test: a run that works with it means NCCL probed an IB/RoCE fabric it cannot use",
+        ),
+    ]
+
+
 SECTION_STEPS: dict[str, Steps] = {
     "debugging-guide.md § 1": _timeout,
     "debugging-guide.md § 2": _mismatch,
@@ -732,6 +747,18 @@ def _invalid_device(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _invalid_usage(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts, "nvidia-smi -L", "the GPUs the node has, against the processes launched per node"
+        ),
+        export(
+            "NCCL_DEBUG=WARN",
+            why="the next run names the check NCCL failed (a duplicate GPU, the world size)",
+        ),
+    ]
+
+
 def _p2p(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(facts, "nvidia-smi topo -m", "how the GPUs connect: no NVLink means P2P over PCIe"),
@@ -781,6 +808,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.nccl.diverged_after_training": _mismatch,
     "triage.storage.lustre_evicted": _lustre,
     "triage.storage.disk_full": _disk_full,
+    "triage.storage.short_write": _disk_full,
+    "triage.config.first_contact": _first_contact,
     "triage.storage.ais_lost_objects": _aistore,
     "triage.storage.ais_stream_broken": _aistore,
     "triage.storage.ais_dropped": _aistore,
@@ -789,6 +818,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.storage.ais_error_counters": _aistore,
     "triage.config.gpudirect_rdma": _gpudirect,
     "triage.config.invalid_device": _invalid_device,
+    "triage.config.nccl_invalid_usage": _invalid_usage,
     "triage.config.p2p_unsupported": _p2p,
     "triage.config.ib_local_protection": _ib_protection,
     "triage.infra.time_limit": _time_limit,
@@ -806,7 +836,6 @@ REASONS: dict[str, str] = {
     "triage.nccl.pg_detected_mismatch": _CODE,
     "triage.nccl.nccl_detected_mismatch": _CODE,
     "triage.nccl.collective_shape": _CODE,
-    "triage.software.nccl_invalid_usage": _CODE,
     "triage.software.stale_file_handle": (
         "the fix is in the training code: give each node its own cache, lock or checkpoint path"
     ),

@@ -357,6 +357,14 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 20",
     ),
+    "short_write": _fail(
+        "triage.storage.short_write",
+        "A write stopped short: the volume filled up or its device is failing (free space first, then the "
+        "device's errors in the kernel log)",
+        C.STORAGE_IO,
+        70,
+        "debugging-guide.md § 14",
+    ),
     "disk_full": _fail(
         "triage.storage.disk_full",
         "A write failed: the disk or volume is full (No space left on device / quota)",
@@ -943,11 +951,11 @@ def nccl_result(event: Event) -> str:
 # (more ranks per node than GPUs, CUDA_VISIBLE_DEVICES, set_device(RANK) for LOCAL_RANK), which
 # NCCL ≥ 2.7 refuses; otherwise a rank or world size the ranks disagree on.
 _NCCL_INVALID_USAGE = _fail(
-    "triage.software.nccl_invalid_usage",
+    "triage.config.nccl_invalid_usage",
     "NCCL rejected a call (invalid usage / argument): most often two ranks on one GPU (more ranks per "
     "node than GPUs, CUDA_VISIBLE_DEVICES, set_device(RANK) where LOCAL_RANK belongs) or ranks that "
     "disagree on the world size; rerun with NCCL_DEBUG=WARN to see which",
-    C.SOFTWARE,
+    C.CONFIG,
     50,
     "debugging-guide.md § 2",
 )

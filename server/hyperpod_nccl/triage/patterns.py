@@ -386,6 +386,9 @@ CONFIG = (
         ),
         r"^(?!.*(?:/dev/shm|torch_\d|shm))",
     ),
+    # A write the storage cut short without saying why (`write error: wrote 39776036 blocks instead of
+    # 41251350`, `short write`): a volume that filled up or a device that is failing.
+    _p("short_write", ("blocks instead of", "short write", "Short write")),
     # EMFILE: the process's file-descriptor limit (DataLoader workers passing tensors as file
     # descriptors, NCCL's sockets and shared-memory handles).
     _p("open_files", ("Too many open files", "Errno 24]", "EMFILE")),

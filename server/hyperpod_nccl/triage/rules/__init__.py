@@ -18,6 +18,7 @@ from hyperpod_nccl.triage.model import Incident, rules_of
 from hyperpod_nccl.triage.rules.catalogue import catalogue
 from hyperpod_nccl.triage.rules.diverged import diverged_after_training
 from hyperpod_nccl.triage.rules.exits import silent_exit
+from hyperpod_nccl.triage.rules.fabric import failed_at_first_contact
 from hyperpod_nccl.triage.rules.hosts import shared_hostname
 from hyperpod_nccl.triage.rules.members import members_missing, nccl_init_stalled
 from hyperpod_nccl.triage.rules.nccl import nccl_verdict
@@ -39,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     members_missing,
     nccl_init_stalled,
     shared_hostname,
+    failed_at_first_contact,
 )
 
 __all__ = ["RULES", "Outcome", "Rule", "run_rules"]

@@ -5,13 +5,21 @@ before any collective is known to have completed, mean the nodes could never tal
 GID index or routing, a security group without its self-referencing rule, GPUDirect RDMA or a
 provider setting. Seen on every node at once, that is all the more certain. The same errors after
 the job had been running are a link, a NIC or a switch.
+
+A job across nodes whose NCCL gave up before any collective completed, with no line saying why
+(only the watchdog taking the process down: NCCL_DEBUG was off), failed at first contact between
+the nodes too: the transport NCCL picked does not work there (verbs probed on hosts without a
+usable IB/RoCE fabric, the socket interface). A guess, labelled one.
 """
 
 from __future__ import annotations
 
-from hyperpod_nccl.models import Category
+from hyperpod_nccl.models import Category, Finding, Priority, Status
+from hyperpod_nccl.triage.findings import evidence
 from hyperpod_nccl.triage.model import Group, Incident
 from hyperpod_nccl.triage.root_cause import Candidate
+from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
+from hyperpod_nccl.triage.rules.unknown import abnormal_events
 
 _FABRIC_ERRORS = frozenset(
     {"triage.network.transport_error", "triage.network.ib_retry_exceeded", "triage.network.ib_completion"}
@@ -31,3 +39,44 @@ def never_worked(candidate: Candidate, group: Group, incident: Incident) -> None
     )
     candidate.confidence = "medium"
     candidate.ranks, candidate.nodes = [], []  # a setting shared by the job, not one node's fault
+
+
+FIRST_CONTACT_ID = "triage.config.first_contact"
+_SAYS_NOTHING = frozenset({"take_down", "nccl_aborted", "wd_frame", "sigterm", "worker_exit"})
+_FIRST_CONTACT_WEIGHT = 30  # below anything a line names
+
+
+def failed_at_first_contact(incident: Incident) -> Outcome:
+    primary, following = abnormal_events(incident)
+    if primary or not following or any(e.kind not in _SAYS_NOTHING for e in following):
+        return Outcome()
+    first = incident.first(following)
+    launched = [int(e.fields["nodes"]) for e in incident.index.kind("launch_nodes")]
+    across_nodes = max(launched, default=0) > 1 or len(incident.topology.nodes) > 1
+    trained = incident.index.kind("progress") or incident.progressed_before(incident.at(first))
+    if first is None or not across_nodes or trained:
+        return Outcome()
+    witnesses = [e for e in (incident.first(incident.index.kind("launch_nodes")), first) if e is not None]
+    finding = Finding(
+        id=FIRST_CONTACT_ID,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title="NCCL gave up before any collective completed in a job across nodes, and no line says why",
+        reference="multinode.md § 2",
+        detail="A failure at first contact between nodes is most often the transport NCCL picked: verbs "
+        "probed on hosts without a usable IB/RoCE fabric (a rerun with NCCL_IB_DISABLE=1 that works tells), "
+        "or a socket interface the other nodes cannot reach. Rerun with NCCL_DEBUG=INFO to see which.",
+        evidence=[evidence(e, incident.topology) for e in witnesses],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.CONFIG,
+        weight=_FIRST_CONTACT_WEIGHT,
+        title="NCCL failed at first contact between nodes (most often an IB/RoCE fabric NCCL cannot use, or "
+        "the socket interface); no line names the call",
+        ranks=[],
+        first=first,
+        confidence="low",
+        nodes=[],
+    )
