@@ -236,3 +236,36 @@ def test_bare_invalid_usage_is_how_ranks_were_launched(tmp_path: Path) -> None:
     assert cause(report)[0] == Category.CONFIG, describe(report)
     finding = next(f for f in report.findings if f.id == "triage.config.nccl_invalid_usage")
     assert any("nvidia-smi -L" in c.command for c in finding.suggested_commands)
+
+
+# --- a progress bar that outlasted the timeout, glued to the watchdog line ----------------------------
+
+
+def _watchdog(seq: int, op: str, timeout_ms: int) -> str:
+    return (
+        f"[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: "
+        f"WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=2, Timeout(ms)={timeout_ms}) "
+        f"ran for {timeout_ms + 109} milliseconds before timing out.\n"
+    )
+
+
+def test_a_bar_glued_to_another_ranks_watchdog_line_is_the_busy_rank_even_at_a_rounded_100(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "Generation Evaluation: 100%|█████████▉| 497/499 [18:29:58<05:20, 160.10s/it]"
+        + _watchdog(2213, "ALLGATHER", 18_000_000)
+        + "[E ProcessGroupNCCL.cpp:495] To avoid data inconsistency, we are taking the entire process down.\n"
+    )
+    report = triage(tmp_path, {"console.txt": text})
+    category, ranks, _ = cause(report)
+    assert category == Category.DATA_LOADING_STALL, describe(report)
+    assert 1 not in ranks, "rank 1 is the one that waited; the bar is another process's"
+
+
+def test_a_finished_bar_is_not_a_busy_rank(tmp_path: Path) -> None:
+    text = "Tokenizing: 100%|██████████| 499/499 [31:02<00:00,  3.73s/it]\n" + _watchdog(
+        3, "ALLREDUCE", 1_800_000
+    )
+    report = triage(tmp_path, {"console.txt": text})
+    assert not any(f.id == "triage.nccl.busy_outside_nccl" for f in report.findings), describe(report)

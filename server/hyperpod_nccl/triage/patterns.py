@@ -783,14 +783,17 @@ FRAMEWORK = (
     ),
 )
 
+# A tqdm bar: what a rank busy outside NCCL (tokenising, indexing a dataset, generating for an
+# evaluation) prints. A fact, not an event: a console paste glues the next message to the bar's last
+# update (`… 497/499 [18:29:58<05:20, 160.10s/it][E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog …`),
+# and that message, another process's, is read as well (`glued`).
 PROGRESS = (
-    # A tqdm bar: what a rank busy outside NCCL (tokenising, indexing a dataset) prints.
     _p(
         "progress",
         # `%|` alone is a two-byte literal that slows the whole prefilter; the regex wants a digit first.
         tuple(f"{digit}%|" for digit in range(10)),
         r"^.*(?<!\d)(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<done>[\d.]+\w?)/(?P<total>[\d.]+\w?)\s*"
-        r"\[(?P<elapsed>[\d:]+)<",
+        r"\[(?P<elapsed>[\d:]+)<[^\]]*\](?:\s*(?P<glued>\[[A-Z]|\[rank|\w+Error))?",
     ),
 )
 
@@ -979,7 +982,6 @@ EVENT_PATTERNS: tuple[Pattern, ...] = (
     + DATA
     + MISSING
     + FRAMEWORK
-    + PROGRESS
     + NCCL_RESULTS
     + PYTHON
     + VISIBLE
@@ -995,6 +997,7 @@ def elapsed_seconds(fields: dict[str, str]) -> int:
 
 
 FACT_PATTERNS: tuple[Pattern, ...] = (
+    *PROGRESS,
     _p(
         "pg_init",
         "ProcessGroupNCCL initialization options",

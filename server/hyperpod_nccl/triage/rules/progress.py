@@ -26,8 +26,17 @@ def _elapsed(event: Event) -> int:
 
 
 def _own_rank(event: Event) -> int | None:
-    """The rank the line itself names; a rank lent by the file it sits in may be another process's."""
-    return None if "rank_lent" in event.fields else event.rank
+    """The rank the line itself names; a rank lent by the file it sits in, or named by a message glued
+    after the bar, may be another process's."""
+    return None if "rank_lent" in event.fields or "glued" in event.fields else event.rank
+
+
+def _unfinished(event: Event) -> bool:
+    """tqdm rounds its percentage: `100%` over `497/499` is a bar two items short."""
+    done, total = event.fields.get("done", ""), event.fields.get("total", "")
+    if done.isdigit() and total.isdigit():
+        return int(done) < int(total)
+    return int(event.fields.get("pct", "100")) < 100
 
 
 def busy_outside_nccl(incident: Incident) -> Outcome:
@@ -42,9 +51,7 @@ def busy_outside_nccl(incident: Incident) -> Outcome:
     bars = [
         e
         for e in incident.index.kind("progress")
-        if int(e.fields.get("pct", "100")) < 100
-        and _own_rank(e) not in waiting
-        and _elapsed(e) >= _LONG_ENOUGH * timeout_ms / 1000
+        if _unfinished(e) and _own_rank(e) not in waiting and _elapsed(e) >= _LONG_ENOUGH * timeout_ms / 1000
     ]
     if not bars:
         return Outcome()
@@ -64,9 +71,10 @@ def busy_outside_nccl(incident: Incident) -> Outcome:
         title=f"A rank was still busy outside NCCL ({minutes:.0f} min into an unfinished progress bar) when "
         f"the collective timed out after {timeout_min:.0f} min",
         reference="debugging-guide.md § 1",
-        detail="The other ranks waited inside the collective while this work ran on the CPU side (dataset "
-        "tokenisation, indexing or mapping): do it before the process group's first collective, on every "
-        "rank or cached, or raise the NCCL timeout for that phase.",
+        detail="The other ranks waited inside the collective while this work ran outside it (dataset "
+        "tokenisation, indexing or mapping; an evaluation or generation pass one rank runs longer than the "
+        "others): do it before the process group's first collective, on every rank or cached, split it "
+        "evenly, or raise the NCCL timeout for that phase.",
         ranks=listed(ranks),
         nodes=incident.nodes_of(ranks),
         evidence=[evidence(e, incident.topology) for e in [bar, witness] if e is not None],
@@ -76,7 +84,7 @@ def busy_outside_nccl(incident: Incident) -> Outcome:
         finding,
         category=Category.DATA_LOADING_STALL,
         weight=_WEIGHT,
-        title="Still busy outside NCCL (a long CPU-side step with a progress bar) while the others waited",
+        title="Still busy outside NCCL (a long step with a progress bar) while the others waited",
         ranks=ranks,
         first=bar,
         confidence="high" if outlasted else "medium",
