@@ -1,4 +1,4 @@
-from hyperpod_nccl.cli import main
+from hyperpod_nccl.entry import main
 
 # Guarded so a worker process started with "spawn" can import this module without re-running it.
 if __name__ == "__main__":

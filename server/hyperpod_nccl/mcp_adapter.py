@@ -19,8 +19,10 @@ import logging
 from collections.abc import Callable
 from typing import Any, get_type_hints
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resources.types import FunctionResource
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent, Tool, ToolAnnotations
 from pydantic import BaseModel
@@ -125,6 +127,13 @@ class HyperpodServer(MCPServer):
         super().__init__(**settings)
         self._arguments: dict[str, frozenset[str]] = {}
         self._schema_uris: dict[str, str] = {}  # tool → where its full output schema is
+
+    async def run_stdio_streams(self, stdin: Any, stdout: Any) -> None:
+        """`run("stdio")` over given line streams (the front door's, which own the process's wire)."""
+        async with stdio_server(anyio.wrap_file(stdin), anyio.wrap_file(stdout)) as (read, write):
+            await self._lowlevel_server.run(
+                read, write, self._lowlevel_server.create_initialization_options()
+            )
 
     def add_presented_tool(self, tool: Callable[..., Any], annotations: ToolAnnotations) -> None:
         self._arguments[tool.__name__] = frozenset(inspect.signature(tool).parameters)

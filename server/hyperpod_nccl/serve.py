@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+
+from hyperpod_nccl import front_door
 from hyperpod_nccl.cli_common import EXIT_OK, UsageError
 from hyperpod_nccl.guard.boundary import FileBoundary, OutsideBoundary
 from hyperpod_nccl.guard.kubeconfig import KubeconfigRefused, load_server_kubeconfig
@@ -188,7 +191,11 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     if listen is None:
         _say(f"MCP server on stdio; {settings.files.describe()}; {contexts}")
-        server.run("stdio")
+        door = front_door.opened()
+        if door is None:
+            server.run("stdio")
+        else:
+            anyio.run(server.run_stdio_streams, *door.hand_over())
         return EXIT_OK
     _check_bindable(listen)
     _serve_http(server, listen, token, args.allow_host, f"{settings.files.describe()}; {contexts}")
