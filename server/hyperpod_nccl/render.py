@@ -190,6 +190,7 @@ def _job_lines(job: JobSummary) -> list[str]:
             f" ({job.outcome.evidence.source}:{job.outcome.evidence.line})" if job.outcome.evidence else ""
         )
         lines.append(f"  outcome: {job.outcome.outcome}, {job.outcome.why}{quoted}")
+    lines += [f"  note: {note}" for note in job.notes]
     if job.resume and job.resume.evidence:
         lines.append(
             f"  resumed: {job.resume.resumed} ({job.resume.evidence.source}:{job.resume.evidence.line})"

@@ -8,6 +8,7 @@ import pytest
 from hyperpod_nccl.slurm.batch_script import host_setting_issues, script_issues
 from hyperpod_nccl.slurm.hostlist import duration_seconds, expand_hostlist
 from hyperpod_nccl.slurm.parse import job_reason, parse_ping, split_sections
+from hyperpod_nccl.slurm.service import SlurmUnavailable, raise_if_not_slurm_host
 from hyperpod_nccl.slurm.states import parse_state, reason_meaning
 from hyperpod_nccl.snapshot.slurm import HostSetting
 
@@ -121,3 +122,17 @@ def test_memlock_ipc_and_tcp_in_host_files() -> None:
     ]
     fixed = [HostSetting(path="/etc/systemd/logind.conf", line=4, text="RemoveIPC=no")]
     assert host_setting_issues(fixed, ["/etc/systemd/logind.conf"]) == []
+
+
+@pytest.mark.parametrize(
+    "ping_error",
+    [
+        "bash: line 1: scontrol: command not found",
+        "timeout: failed to run command ‘scontrol’: No such file or directory",
+        "timeout: can't execute 'scontrol': No such file or directory",
+    ],
+    ids=["shell", "coreutils-timeout", "busybox-timeout"],
+)
+def test_a_host_without_slurm_says_so_instead_of_reporting_on_itself(ping_error: str) -> None:
+    with pytest.raises(SlurmUnavailable, match="scontrol is not installed on this host"):
+        raise_if_not_slurm_host(ping_error)

@@ -38,6 +38,11 @@ def test_the_cli_prints_at_most_8_kb_of_json_for_1024_ranks(job_of_1024_ranks: P
     assert report.root_cause is not None and report.root_cause.culprit_ranks == [777]
     assert all(OMISSION.match(entry) for entry in report.omitted), report.omitted
     assert printed.stdout.decode() == render_json(report) + "\n"
+    lead = next(f for f in report.findings if f.id == report.root_cause.finding)
+    assert not any(entry.startswith(f"{lead.id} suggested_commands") for entry in report.omitted)
+    assert any("TORCH_FR_BUFFER_SIZE" in command.command for command in lead.suggested_commands), (
+        "the root cause keeps every command, the Flight Recorder one included"
+    )
 
 
 @pytest.mark.anyio

@@ -269,3 +269,11 @@ def test_a_finished_bar_is_not_a_busy_rank(tmp_path: Path) -> None:
     )
     report = triage(tmp_path, {"console.txt": text})
     assert not any(f.id == "triage.nccl.busy_outside_nccl" for f in report.findings), describe(report)
+
+
+def test_a_launch_across_more_nodes_than_the_input_holds_says_which_logs_are_missing(tmp_path: Path) -> None:
+    report = triage(
+        tmp_path, {"node0.log": "$ torchrun --nproc_per_node=8 --nnodes=4 train.py\n" + _TAKE_DOWN}
+    )
+    assert report.job is not None
+    assert any("asks for 4 nodes (node0.log:1)" in note for note in report.job.notes), report.job.notes

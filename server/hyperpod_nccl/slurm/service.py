@@ -30,8 +30,12 @@ class SlurmUnavailable(RuntimeError):
     """Nothing about Slurm could be read; the message says what to do instead."""
 
 
-def _raise_if_not_slurm_host(ping_error: str) -> None:
-    if "command not found" in ping_error:
+# How a shell, coreutils' `timeout` and busybox say a program is not there.
+_NOT_INSTALLED = ("command not found", "failed to run command", "can't execute")
+
+
+def raise_if_not_slurm_host(ping_error: str) -> None:
+    if any(words in ping_error for words in _NOT_INSTALLED):
         raise SlurmUnavailable(NO_SLURM_HERE)
     if "configuration source" in ping_error:
         # No slurm.conf and no DNS SRV record: this host is not a Slurm client at all.
@@ -66,7 +70,7 @@ async def collect_slurm_snapshot(
         raise SlurmUnavailable(
             "; ".join(f"{i.source}: {i.message}" for i in issues) or "the Slurm probe printed nothing"
         )
-    _raise_if_not_slurm_host(slurm.command_errors.get("ping", ""))
+    raise_if_not_slurm_host(slurm.command_errors.get("ping", ""))
     return Snapshot(
         collected_at=datetime.now(UTC).isoformat(timespec="seconds"),
         region=region,

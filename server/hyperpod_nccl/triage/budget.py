@@ -182,7 +182,7 @@ def _culprit_only(trim: _Trim) -> None:
             trim.lengths.pop(f"activity rank {activity.rank} before", None)
     if report.job:
         report.job.rank_times = trim.keep("job rank_times", report.job.rank_times, 1)
-        report.job.notes = trim.keep("job notes", report.job.notes, 0)
+        report.job.notes = trim.keep("job notes", report.job.notes, 1)  # the first says what input is missing
 
 
 def _consequences_unquoted(trim: _Trim) -> None:
@@ -219,11 +219,10 @@ def _minimal(trim: _Trim) -> None:
         finding.ranks = trim.keep(f"{finding.id} ranks", finding.ranks, 16)
         finding.nodes = trim.keep(f"{finding.id} nodes", finding.nodes, 4)
         finding.detail = shorten(finding.detail, _SHORT_DETAIL)
-        # the root cause's own commands are what the user runs next: they stay
-        kept = 2 if finding.id == trim.protected else 1
-        finding.suggested_commands = trim.keep(
-            f"{finding.id} suggested_commands", finding.suggested_commands, kept
-        )
+        if finding.id != trim.protected:  # the root cause's own commands are what the user runs next
+            finding.suggested_commands = trim.keep(
+                f"{finding.id} suggested_commands", finding.suggested_commands, 1
+            )
 
 
 def _root_evidence_lines(count: int) -> Reduction:

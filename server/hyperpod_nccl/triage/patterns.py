@@ -1086,6 +1086,7 @@ FRAMEWORK_WORDS = (
     ("Megatron-LM", ("megatron", "Megatron")),
     ("PyTorch Lightning", ("lightning", "Lightning")),
     ("DeepSpeed", ("deepspeed", "DeepSpeed")),
+    ("Horovod", ("horovod", "Horovod")),
     ("torchrun", ("torchrun", "torch.distributed.run", "torch.distributed.elastic", "torch/distributed/run")),
 )
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 ByKind = Mapping[str, list[Event]]
 
-_FRAMEWORK_ORDER = ("NeMo", "Megatron-LM", "PyTorch Lightning", "DeepSpeed", "torchrun")
+_FRAMEWORK_ORDER = ("NeMo", "Megatron-LM", "PyTorch Lightning", "DeepSpeed", "Horovod", "torchrun")
 _MAP_LINES = 8  # rank-map lines listed before the summary says "and N more"
 _NAMED_NODES = 6
 _TORCH_WORDING = (  # (text in a watchdog line, PyTorch generation that prints it) — log-formats.md §1
@@ -136,9 +136,23 @@ def job_summary(incident: Incident, job_id: str | None = None) -> JobSummary:
         rank_map=[f"{node}: {compress(ranks)}" for node, ranks in list(per_node.items())[:_MAP_LINES]],
         rank_map_note=_map_note(per_node),
         versions=version_groups(incident.versions),
-        notes=incident.clock.notes(),
+        notes=[*_nodes_not_in_input(incident), *incident.clock.notes()],
         job_id=job_id,
     )
+
+
+def _nodes_not_in_input(incident: Incident) -> list[str]:
+    """The launcher was told more nodes than the input holds lines from: the others' logs are missing."""
+    launches = incident.index.kind("launch_nodes")
+    asked = max((int(e.fields["nodes"]) for e in launches), default=0)
+    seen = len(incident.topology.nodes)
+    if asked <= max(seen, 1):
+        return []
+    where = next(f"{e.source}:{e.line}" for e in launches if int(e.fields["nodes"]) == asked)
+    return [
+        f"The launch asks for {asked} nodes ({where}); the input holds lines from {seen or 'no named'} "
+        f"node{'s' if seen != 1 else ''}: add the other nodes' logs and triage again."
+    ]
 
 
 def _ranks_per_node(topology: Topology) -> dict[str, list[int]]:

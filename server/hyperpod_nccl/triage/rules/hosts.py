@@ -61,7 +61,7 @@ def shared_hostname(incident: Incident) -> Outcome:
         finding,
         category=Category.CONFIG,
         weight=_CROSSED_WEIGHT if crossed else _SUSPECT_WEIGHT,
-        title=f"Two machines share the hostname {host}: NCCL treats them as one",
+        title=f"Two machines share the hostname {host}, and NCCL treats them as one machine",
         ranks=[],
         first=witnesses[-1],
         confidence="high" if crossed else "low",
