@@ -277,3 +277,35 @@ def test_a_launch_across_more_nodes_than_the_input_holds_says_which_logs_are_mis
     )
     assert report.job is not None
     assert any("asks for 4 nodes (node0.log:1)" in note for note in report.job.notes), report.job.notes
+
+
+# --- Horovod's survivors, and the process Open MPI names first ---------------------------------------
+
+
+def test_horovods_shutdown_on_the_survivors_is_a_consequence_and_mpi_names_the_first_to_fail(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "[1,1]<stderr>:RuntimeError: Horovod has been shut down. This was caused by an exception on one "
+        "of the ranks or an attempt to allreduce after one of the ranks finished.\n"
+        "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n\n"
+        "  Process name: [[50371,1],0]\n"
+        "  Exit code:    1\n"
+    )
+    report = triage(tmp_path, {"mpirun.log": text})
+    category, ranks, _ = cause(report)
+    assert category == Category.UNKNOWN and ranks == [0], describe(report)
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Could not find NET with id 0", "Could not find GPU with id 3"],
+)
+def test_nccl_losing_a_device_it_listed_is_an_nccl_that_does_not_know_the_machine(
+    tmp_path: Path, message: str
+) -> None:
+    text = nccl_warn("node-7", 4410, 0, "graph/topo.h:230", message).lstrip("\n") + "\n"
+    report = triage(tmp_path, {"rank0.log": text})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    assert any(f.id == "triage.software.nccl_topology" for f in report.findings)

@@ -596,6 +596,9 @@ _CONSEQUENCE_CLASSES = frozenset(
 _CONSEQUENCE_WORDS = re.compile(
     r"NCCL|ProcessGroup|[Ww]atchdog|communicator|DataLoader worker|c10d|TCPStore|[Tt]imed out|[Cc]onnection"
     r"|[Bb]roken pipe|SIGTERM|[Tt]erminated|exitcode"
+    # Horovod on the ranks that survived another's exception: `Horovod has been shut down. This was
+    # caused by an exception on one of the ranks …`
+    r"|has been shut down"
 )
 
 

@@ -463,10 +463,14 @@ CONFIG = (
     # builds; family 1 (AF_UNIX) from a transport bug. A job that named NCCL_SOCKET_IFNAME points at
     # that interface instead (rules/peer_address.py).
     _p("peer_address_layout", "is neither AF_INET"),
-    # NCCL's topology search finding a link with no way back (graph/paths.cc): an NCCL older than
-    # the machine's GPUs / NVSwitch, devices hidden unevenly (CUDA_/HIP_VISIBLE_DEVICES), or an
-    # NCCL_TOPO_FILE that describes another machine.
-    _p("nccl_topology", "Failed to find reverse path"),
+    # NCCL's topology search finding a link with no way back (graph/paths.cc) or a device it had
+    # listed and then could not find (`Could not find NET with id 0`, graph/topo.h): an NCCL older
+    # than the machine's GPUs / NVSwitch or with a topology bug, devices hidden unevenly
+    # (CUDA_/HIP_VISIBLE_DEVICES), or an NCCL_TOPO_FILE that describes another machine.
+    _p(
+        "nccl_topology",
+        ("Failed to find reverse path", "Could not find NET with id", "Could not find GPU with id"),
+    ),
     # A graph or topology file injected through NCCL_GRAPH_FILE / NCCL_TOPO_FILE (often from
     # /etc/nccl.conf) that describes another machine: `XML Import Channel : dev 1 not found`.
     _p("nccl_injected_topology", ("XML Import Channel", "Could not open XML topology file")),

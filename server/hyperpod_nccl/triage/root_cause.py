@@ -152,7 +152,10 @@ def _chain(top: Candidate, context: Context) -> list[str]:
             f"down{_where(context.fired)}"
         )
     if context.final:
-        chain.append(f"→ final: {context.final.text.strip()[:160]}{_where(context.final)}")
+        final = context.final
+        bystander = top.nodes and final.node and final.node not in top.nodes and final != top.first
+        how = " (how the job ended, on a node that only waited)" if bystander else ""
+        chain.append(f"→ final: {final.text.strip()[:160]}{_where(final)}{how}")
     return chain
 
 

@@ -87,9 +87,12 @@ def _failed(event: Event) -> bool:
 
 def unexplained_failure(incident: Incident) -> Outcome:
     primary, following = abnormal_events(incident)
-    # torchrun names the worker whose failure came first: that is where to look, before any line.
+    # torchrun ("Root Cause (first observed failure)") and Open MPI ("The first process to do so
+    # was: Process name: [[…],N]") name the worker whose failure came first: look there first.
     named = [
-        e for e in incident.index.kind("worker_exit") if e.fields.get("first_failure") and e.rank is not None
+        e
+        for e in incident.index.kind("worker_exit")
+        if (e.fields.get("first_failure") or "mpi_rank" in e.fields) and e.rank is not None
     ]
     first = incident.first(named) or incident.first(primary) or incident.first(following)
     if first is None:
