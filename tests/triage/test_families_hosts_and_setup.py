@@ -39,7 +39,8 @@ def test_one_hostname_on_two_addresses_connected_through_ipc_is_configuration(
     finding = next(f for f in report.findings if f.id == "triage.config.shared_hostname")
     assert "10.4.0.21" in finding.title and "10.4.0.22" in finding.title
     assert quotes(report, "via P2P/IPC")
-    assert any("hostnamectl" in c.command for c in finding.suggested_commands)
+    commands = [c.command for c in finding.suggested_commands]
+    assert "ssh 10.4.0.21 hostnamectl" in commands and "ssh 10.4.0.22 hostnamectl" in commands, commands
 
 
 def test_a_shared_hostname_in_a_healthy_run_is_a_warning_without_a_cause(tmp_path: Path) -> None:

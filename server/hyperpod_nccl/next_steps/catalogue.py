@@ -630,13 +630,25 @@ def _mtu(facts: Facts) -> list[SuggestedCommand]:
 
 
 def _hostnames(facts: Facts) -> list[SuggestedCommand]:
-    return [
+    asked = [
+        suggest(
+            "ssh",
+            value(HostAddress, address),
+            "hostnamectl",
+            why=f"the static hostname of the machine at {address}: two answering the same name is the fault",
+            permission=_SHELL_ON_NODE,
+        )
+        for address in facts.addresses
+    ] or [
         suggest(
             "hostnamectl",
             why="the machine's static hostname: run it on each machine of the job, by its address; two "
             "answering the same name is the fault",
             permission=_SHELL_ON_NODE,
-        ),
+        )
+    ]
+    return [
+        *asked,
         suggest(
             "sudo hostnamectl set-hostname",
             placeholder("unique-name"),

@@ -78,5 +78,18 @@ def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
         instance_ids={node: job.instance_ids[node] for node in nodes if node in job.instance_ids},
         port=next((m.group(1) for e in finding.evidence if (m := _PORT.search(e.text))), None),
         store_host=job.store_host,
+        addresses=_bootstrap_addresses(incident, nodes),
         quoted=tuple(Quoted(e.source, e.line) for e in finding.evidence if e.line is not None),
     )
+
+
+_MAX_ADDRESSES = 4
+
+
+def _bootstrap_addresses(incident: Incident, nodes: tuple[str, ...]) -> tuple[str, ...]:
+    found = {
+        e.fields["addr"]
+        for e in incident.index.kind("net_addr")
+        if e.node in nodes and "." in e.fields["addr"]
+    }
+    return tuple(sorted(found)[:_MAX_ADDRESSES])

@@ -116,9 +116,18 @@ class Incident:
 
     @cached_property
     def fired(self) -> Event | None:
-        """The first watchdog that fired on its own (not notified by another rank)."""
+        """The first watchdog that fired on its own (not notified by another rank): its `Watchdog
+        caught …` line where the rank printed one, the line findings quote for the same event."""
         fired = [s.decisive_event for s in self.states.values() if s.watchdog == "fired" and s.decisive_event]
-        return self.first(fired)
+        first = self.first(fired)
+        if first is None:
+            return None
+        caught = [
+            e
+            for e in self.index.kind("wd_timeout")
+            if e.rank == first.rank and e.source == first.source and e.line <= first.line
+        ]
+        return max(caught, key=lambda e: e.line, default=first)
 
     @cached_property
     def ranks_seen(self) -> set[int]:
