@@ -32,7 +32,19 @@ def test_the_example_fills_in_the_job_id_node_and_pid_its_logs_hold() -> None:
     assert straggler.id == "triage.nccl.straggler"
     commands = [c.command for c in straggler.suggested_commands]
     assert "sacct -j 51877 --format=JobID,State,ExitCode,Elapsed,NodeList" in commands
-    assert any(c.startswith("ssh ip-10-1-0-15 sudo py-spy dump --pid ") and "<" not in c for c in commands)
+    # The job ended (srun reports the tasks aborted): rank 43's pid names nothing now, so the next
+    # hang's pid is asked for instead of this run's.
+    assert "ssh ip-10-1-0-15 sudo py-spy dump --pid '<pid-of-rank-43>'" in commands
+
+
+def test_a_hang_still_running_names_the_culprits_pid() -> None:
+    from hyperpod_nccl.next_steps import Facts
+    from hyperpod_nccl.next_steps.catalogue import py_spy
+
+    running = Facts(slurm=True, nodes=("ip-10-1-0-15",), ranks=(43,), pids={43: 45924})
+    assert py_spy(running).command == "ssh ip-10-1-0-15 sudo py-spy dump --pid 45924"
+    ended = Facts(slurm=True, nodes=("ip-10-1-0-15",), ranks=(43,), pids={43: 45924}, ended=True)
+    assert "45924" not in py_spy(ended).command
 
 
 def test_the_cluster_example_bundle_says_what_to_run_next() -> None:

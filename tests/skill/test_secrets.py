@@ -3,6 +3,7 @@ must appear in no CLI output, no MCP tool output and no byte of the escalation b
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import subprocess
@@ -188,13 +189,19 @@ def planted_logs(root: Path) -> Path | None:
     logs = root / "logs"
     shutil.copytree(EXAMPLE_LOGS, logs)
     tails = [line for line in secrets.FREE_TEXT_LINES if "-----" not in line]
-    for path in sorted(logs.glob("*.out")):
-        lines = path.read_text(encoding="utf-8").splitlines()
+    for path in sorted([*logs.glob("*.out"), *logs.glob("*.out.gz")]):
+        packed = path.suffix == ".gz"
+        raw = gzip.decompress(path.read_bytes()) if packed else path.read_bytes()
+        lines = raw.decode("utf-8").splitlines()
+        # Early in the line, after the words triage anchors on: a quoted line cut to fit the size
+        # budget still carries it.
         for index, line in enumerate(lines):
-            if "Watchdog caught" in line or "Received a dump signal" in line:
-                lines[index] = f"{line} {tails[index % len(tails)]}"
+            for anchor in ("Watchdog caught collective operation timeout:", "Received a dump signal"):
+                if anchor in line:
+                    lines[index] = line.replace(anchor, f"{anchor} {tails[index % len(tails)]}", 1)
         prefix = [f"0: {line}" for line in secrets.FREE_TEXT_LINES]
-        path.write_text("\n".join([*prefix, *lines]) + "\n", encoding="utf-8")
+        text = ("\n".join([*prefix, *lines]) + "\n").encode("utf-8")
+        path.write_bytes(gzip.compress(text) if packed else text)
     return logs
 
 

@@ -169,12 +169,14 @@ def lines_before(facts: Facts, why: str) -> list[SuggestedCommand]:
 
 def py_spy(facts: Facts) -> SuggestedCommand:
     rank = facts.rank
-    pid = facts.pids.get(rank) if rank is not None else None
+    # The pid the logs give is only worth naming while that process may still be there.
+    pid = facts.pids.get(rank) if rank is not None and not facts.ended else None
     who = f"rank {rank}" if rank is not None else "the rank"
+    when = "when the job hangs again" if facts.ended else "while the job hangs"
     return suggest(
         *on_node(facts, "sudo py-spy dump --pid"),
         value(ProcessId, pid) if pid else placeholder(f"pid of {who}".replace(" ", "-")),
-        why=f"if the job hangs again: where {who}'s Python is stuck{_where(facts)} (pauses it for a moment)",
+        why=f"{when}: where {who}'s Python is stuck{_where(facts)} (pauses it for a moment)",
         permission=_ROOT_ON_NODE,
     )
 

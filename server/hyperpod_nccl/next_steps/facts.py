@@ -30,6 +30,7 @@ class Facts:
     pods: tuple[tuple[str, str], ...] = ()  # (namespace, pod)
     port: str | None = None
     store_host: str | None = None  # MASTER_ADDR as the logs name it
+    ended: bool = False  # the logs say the job's processes ended: their pids name nothing now
     addresses: tuple[str, ...] = ()  # the IPv4 addresses NCCL bootstrapped from on the finding's nodes
     quoted: tuple[Quoted, ...] = ()  # the finding's evidence lines, first first
 

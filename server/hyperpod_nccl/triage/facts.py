@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from hyperpod_nccl.models import Finding
 from hyperpod_nccl.next_steps import Facts, Quoted
 from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.run import processes_ended
 
 # sbatch's default `slurm-%j.out` (or `slurm-%A_%a.out`), and `--output=%x-%j-%t.out`-style names.
 _SLURM_OUT = re.compile(r"(?:^|/)slurm-(\d{1,12})(?:_\d{1,9})?(?:\.\d+)?\.(?:out|err|log)(?:\.gz)?$")
@@ -30,6 +31,7 @@ class JobFacts:
     pids: dict[int, int]  # rank → pid
     instance_ids: dict[str, str]  # node → instance id
     store_host: str | None
+    ended: bool  # a line says the processes ended
 
 
 def job_facts(incident: Incident) -> JobFacts:
@@ -44,7 +46,7 @@ def job_facts(incident: Incident) -> JobFacts:
     topology = incident.topology
     pids = {rank: pid for (_, pid), rank in sorted(topology.pid_rank.items())}
     instances = {node: address for address, node in topology.addr_node.items() if _INSTANCE.match(address)}
-    return JobFacts(slurm, job_id, pids, instances, _store_host(incident))
+    return JobFacts(slurm, job_id, pids, instances, _store_host(incident), processes_ended(incident))
 
 
 def _job_ids_in_lines(incident: Incident) -> list[str]:
@@ -78,6 +80,7 @@ def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
         instance_ids={node: job.instance_ids[node] for node in nodes if node in job.instance_ids},
         port=next((m.group(1) for e in finding.evidence if (m := _PORT.search(e.text))), None),
         store_host=job.store_host,
+        ended=job.ended,
         addresses=_bootstrap_addresses(incident, nodes),
         quoted=tuple(Quoted(e.source, e.line) for e in finding.evidence if e.line is not None),
     )

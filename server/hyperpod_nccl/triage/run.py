@@ -88,6 +88,11 @@ def run_outcome(incident: Incident, failed: bool, final: Event | None) -> RunOut
     )
 
 
+def processes_ended(incident: Incident) -> bool:
+    """A line says the job's processes ended (a launcher's exit, a kill, the watchdog's take-down)."""
+    return any(_ends(e) for e in incident.index.kind(*_ENDINGS))
+
+
 def _ends(event: Event) -> bool:
     """Lines that say processes ended; a clean exit (code 0) ends nothing that failed."""
     if event.kind == "worker_exit":
