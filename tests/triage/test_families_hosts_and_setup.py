@@ -310,3 +310,53 @@ def test_nccl_losing_a_device_it_listed_is_an_nccl_that_does_not_know_the_machin
     report = triage(tmp_path, {"rank0.log": text})
     assert cause(report)[0] == Category.SOFTWARE, describe(report)
     assert any(f.id == "triage.software.nccl_topology" for f in report.findings)
+
+
+# --- a provider's own failure is the fabric's, whatever errno it carries -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Unable to write to EQ: Missing or unavailable event queue. err: Input/output error (5) prov_errno: "
+        "Unknown error -114 (-114) prov/rxr/src/rxr.h:1042",
+        "libfabric:4471:efa:ep_ctrl:rxr_ep_progress() Unable to write to EQ: err: Input/output error (5) "
+        "prov_errno: Unknown error -5 (-5)",
+    ],
+    ids=["rxr", "efa-prefixed"],
+)
+def test_a_libfabric_provider_error_is_network_not_storage(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank3.log": line + "\n"})
+    assert cause(report)[0] == Category.NETWORK, describe(report)
+    assert not any(f.id == "triage.storage.io_error" for f in report.findings)
+
+
+def test_a_disk_input_output_error_is_still_storage(tmp_path: Path) -> None:
+    report = triage(
+        tmp_path, {"rank3.log": "OSError: [Errno 5] Input/output error: '/fsx/data/shard-0042.tar'\n"}
+    )
+    assert cause(report)[0] == Category.STORAGE_IO, describe(report)
+
+
+# --- a spawned child's truncated start-up state is its killed parent's doing --------------------------------
+
+
+@pytest.mark.parametrize(
+    "words", ["_pickle.UnpicklingError: pickle data was truncated", "EOFError: Ran out of input"]
+)
+def test_a_truncated_spawn_pickle_after_a_kill_is_the_kill(tmp_path: Path, words: str) -> None:
+    text = (
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.10/multiprocessing/spawn.py", line 126, in _main\n'
+        "    self = reduction.pickle.load(from_parent)\n"
+        f"{words}\n"
+    )
+    report = triage(tmp_path, {"train.log": text})
+    assert cause(report)[0] == Category.HOST_OOM, describe(report)
+
+
+def test_a_truncated_pickle_without_a_kill_is_still_the_data(tmp_path: Path) -> None:
+    text = "Loading shard /data/cache/part-7.pkl\n_pickle.UnpicklingError: pickle data was truncated\n"
+    report = triage(tmp_path, {"train.log": text})
+    assert cause(report)[0] == Category.DATA, describe(report)

@@ -357,6 +357,14 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 20",
     ),
+    "provider_error": _fail(
+        "triage.network.provider_error",
+        "The libfabric provider (EFA) failed inside itself (prov_errno): a provider or aws-ofi-nccl bug, "
+        "or a use it does not support (DataLoader workers forked after the provider started)",
+        C.NETWORK,
+        62,
+        "debugging-guide.md § 6",
+    ),
     "short_write": _fail(
         "triage.storage.short_write",
         "A write stopped short: the volume filled up or its device is failing (free space first, then the "

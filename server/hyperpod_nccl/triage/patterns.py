@@ -579,6 +579,9 @@ TRANSPORT = (
         r"(?P<what>(?:Request|Remote write|rx buffer|Bounce buffer).*completed with error.*)",
     ),
     _p("transport_error", "<warn>", r"libfabric:\d+:\d+:[^:]*:(?P<provider>\w+):(?P<subsystem>\w+):"),
+    # A libfabric provider failing inside itself, as its callers print it: `Unable to write to EQ: …
+    # err: Input/output error (5) prov_errno: Unknown error -114 (-114) prov/rxr/src/rxr.h:1042`.
+    _p("provider_error", "prov_errno", r"(?P<what>.*prov_errno.*)"),
     _p(
         "ib_completion",
         "Got completion",
@@ -694,7 +697,13 @@ SCHEDULER = (
 
 STORAGE_CLIENT = (
     _p("storage_error", ("AISBatchLoaderError", "BatchLoaderError")),
-    _p("io_error", ("Input/output error", "Transport endpoint is not connected")),
+    # Not a network library's word for its own failure (libfabric's `err: Input/output error (5)
+    # prov_errno: …`): that is a transport error, above.
+    _p(
+        "io_error",
+        ("Input/output error", "Transport endpoint is not connected"),
+        r"^(?!.*(?:prov_errno|prov/|libfabric|NET/OFI))",
+    ),
     _p("stale_handle", "Stale file handle"),
     _p(
         "lustre_evicted",

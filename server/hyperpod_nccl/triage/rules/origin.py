@@ -4,6 +4,7 @@ The catalogue proposes, for each meaning, the ranks whose lines carry it. Some f
 better, and each says so here in one small function over the candidate, its events and the
 incident:
 
+- a spawned child's truncated start-up pickle is its killed parent's doing, not corrupt data;
 - job-wide events (a time limit, a cancellation) blame nobody; node-level ones the whole node;
 - a store that timed out blames the ranks still installing packages, or the rank everyone
   waited on for the ncclUniqueId;
@@ -23,7 +24,7 @@ from datetime import datetime, timedelta
 
 from hyperpod_nccl.models import Category
 from hyperpod_nccl.triage.events import Event
-from hyperpod_nccl.triage.fatal import JOB_WIDE_IDS, NODE_LEVEL_IDS
+from hyperpod_nccl.triage.fatal import JOB_WIDE_IDS, NODE_LEVEL_IDS, exit_code
 from hyperpod_nccl.triage.findings import event_ranks
 from hyperpod_nccl.triage.model import Group, Incident
 from hyperpod_nccl.triage.root_cause import Candidate
@@ -195,7 +196,23 @@ def _first_node(events: list[Event], incident: Incident) -> str | None:
     return first if next_at - at >= _CLEARLY_FIRST else None
 
 
+# A process started with `spawn` reads its start-up state from its parent through a pipe; when the
+# parent is killed mid-write the child sees the pickle end early. That is the kill, not the data.
+_CUT_SHORT = ("pickle data was truncated", "Ran out of input")
+_SIGKILLED = -9
+
+
+def _cut_short_by_a_kill(candidate: Candidate, group: Group, incident: Incident) -> None:
+    if group.meaning.id != "triage.data.corrupt":
+        return
+    if not all(any(words in e.text for words in _CUT_SHORT) for e in group.events):
+        return
+    if any(exit_code(e) == _SIGKILLED for e in incident.index.kind("worker_exit")):
+        candidate.weight = 0
+
+
 ORIGIN_REFINERS: tuple[Refiner, ...] = (
+    _cut_short_by_a_kill,
     _job_wide,
     _node_level,
     _store,
