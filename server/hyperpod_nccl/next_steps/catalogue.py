@@ -649,16 +649,30 @@ def _hostnames(facts: Facts) -> list[SuggestedCommand]:
             permission=_SHELL_ON_NODE,
         )
     ]
-    return [
-        *asked,
-        suggest(
-            "sudo hostnamectl set-hostname",
-            placeholder("unique-name"),
-            why="one name per machine, so NCCL and the logs tell the machines apart",
-            blast_radius=BlastRadius.CHANGES_CONFIG,
-            permission=_ROOT_ON_NODE,
-        ),
-    ]
+    renamed = (
+        [  # the first machine keeps its name; each other one gets its own
+            suggest(
+                "ssh",
+                value(HostAddress, address),
+                "sudo hostnamectl set-hostname",
+                placeholder("unique-name"),
+                why=f"a name of its own for the machine at {address}: NCCL and the logs then tell them apart",
+                blast_radius=BlastRadius.CHANGES_CONFIG,
+                permission=_ROOT_ON_NODE,
+            )
+            for address in facts.addresses[1:]
+        ]
+        or [
+            suggest(
+                "sudo hostnamectl set-hostname",
+                placeholder("unique-name"),
+                why="one name per machine, so NCCL and the logs tell the machines apart",
+                blast_radius=BlastRadius.CHANGES_CONFIG,
+                permission=_ROOT_ON_NODE,
+            )
+        ]
+    )
+    return [*asked, *renamed]
 
 
 def _first_contact(facts: Facts) -> list[SuggestedCommand]:
