@@ -360,3 +360,15 @@ def test_a_truncated_pickle_without_a_kill_is_still_the_data(tmp_path: Path) -> 
     text = "Loading shard /data/cache/part-7.pkl\n_pickle.UnpicklingError: pickle data was truncated\n"
     report = triage(tmp_path, {"train.log": text})
     assert cause(report)[0] == Category.DATA, describe(report)
+
+
+def test_a_slurm_oom_line_is_no_kernel_log_to_rule_hardware_out_with(tmp_path: Path) -> None:
+    text = (
+        "slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of your "
+        "processes may have been killed by the cgroup out-of-memory handler.\n"
+        "srun: error: gpu20-15: task 0: Out Of Memory\n"
+    )
+    report = triage(tmp_path, {"slurm-9411285.out": text})
+    assert cause(report)[0] == Category.HOST_OOM, describe(report)
+    assert report.root_cause is not None
+    assert not any("node logs" in ruled for ruled in report.root_cause.ruled_out), report.root_cause.ruled_out

@@ -152,8 +152,9 @@ class Incident:
 
     @cached_property
     def node_log_sources(self) -> set[str]:
-        """Kernel logs (dmesg, journal) among the inputs: they keep history from before the job."""
-        found = {e.source for e in self.index.kind(*NODE_LOG_KINDS)}
+        """Kernel logs (dmesg, journal) among the inputs: they keep history from before the job.
+        slurmstepd's word of a cgroup OOM kill sits in the job's own output, which is no kernel log."""
+        found = {e.source for e in self.index.kind(*NODE_LOG_KINDS) if "slurmstepd" not in e.text}
         return found | {s.source for s in self.scans if s.source.endswith(NODE_LOG_NAMES)}
 
     def progressed_before(self, moment: datetime | None) -> bool:
