@@ -372,3 +372,14 @@ def test_a_slurm_oom_line_is_no_kernel_log_to_rule_hardware_out_with(tmp_path: P
     assert cause(report)[0] == Category.HOST_OOM, describe(report)
     assert report.root_cause is not None
     assert not any("node logs" in ruled for ruled in report.root_cause.ruled_out), report.root_cause.ruled_out
+
+
+def test_a_port_in_use_under_slurm_suggests_a_port_of_the_jobs_own(tmp_path: Path) -> None:
+    text = (
+        "[W socket.cpp:401] [c10d] The server socket has failed to bind to [::]:29500 "
+        "(errno: 98 - Address already in use).\n"
+    )
+    report = triage(tmp_path, {"slurm-5551234.out": text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    commands = [c.command for f in report.findings for c in f.suggested_commands]
+    assert "export MASTER_PORT=21234" in commands, commands

@@ -317,7 +317,27 @@ def _address_in_use(facts: Facts) -> list[SuggestedCommand]:
         found.append(
             suggest("squeue -w", _node_word(facts), why="what else runs on the node", permission=_SLURM_USER)
         )
-    return found
+    return [*found, _own_port(facts)]
+
+
+_PORT_BASE, _PORT_SPREAD = 20_000, 10_000  # below the ephemeral range, away from 29500
+
+
+def _own_port(facts: Facts) -> SuggestedCommand:
+    """A MASTER_PORT of the job's own: derived from the Slurm job id when the logs give it."""
+    if facts.slurm and facts.job_id and facts.job_id.isdigit():
+        port = value(TcpPort, str(_PORT_BASE + int(facts.job_id) % _PORT_SPREAD))
+        why = f"a port of job {facts.job_id}'s own (20000 + job id mod 10000: jobs sharing a node differ)"
+    else:
+        port = placeholder("free-port")
+        why = "a port no other job on the node listens on (on Slurm: 20000 + job id mod 10000)"
+    return suggest(
+        "export",
+        joined("MASTER_PORT=", port),
+        why=why,
+        blast_radius=BlastRadius.CHANGES_CONFIG,
+        permission=_JOB_SCRIPT,
+    )
 
 
 def _versions(facts: Facts) -> list[SuggestedCommand]:
