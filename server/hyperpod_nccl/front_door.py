@@ -132,7 +132,8 @@ class FrontDoor:
 
 
 class _ServerStdin:
-    """Lines for the SDK: the replayed handshake, then whatever the client sent and sends."""
+    """Lines for the SDK (anyio reads them with `readline` until ""): the replayed handshake, then
+    whatever the client sent and sends."""
 
     def __init__(self, replay: list[str], pending: queue.Queue[str]) -> None:
         self._replay, self._pending = replay, pending
@@ -143,15 +144,6 @@ class _ServerStdin:
         line = self._pending.get()
         if line == _EOF:
             self._pending.put(_EOF)
-        return line
-
-    def __iter__(self) -> _ServerStdin:
-        return self
-
-    def __next__(self) -> str:
-        line = self.readline()
-        if line == _EOF:
-            raise StopIteration
         return line
 
 

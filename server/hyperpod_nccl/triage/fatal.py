@@ -656,9 +656,14 @@ def _ib_completion(event: Event) -> Meaning:
 _UNUSABLE_ADDRESS = ("No such device", "Invalid argument", "Network is unreachable", "No data available")
 
 
+def retried(event: Event) -> bool:
+    """NCCL ≥ 2.23 retries a refused modify_qp at INFO level: only the failure it gives up on counts."""
+    return event.kind == "ib_setup" and "retrying" in event.text
+
+
 def _ib_setup(event: Event) -> Meaning | None:
-    if "retrying" in event.text:
-        return None  # NCCL ≥ 2.23 retries a refused modify_qp at INFO level: only the last failure counts
+    if retried(event):
+        return None
     why = event.fields.get("why", "")
     call = event.fields.get("call", "a verbs call")
     if why.startswith("Cannot allocate memory"):

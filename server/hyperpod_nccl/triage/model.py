@@ -166,6 +166,15 @@ class Incident:
         return moment is not None and self.started is not None and moment - self.started >= _PROGRESS_TIME
 
     @cached_property
+    def launch(self) -> Event | None:
+        """The launch line that asks for the most nodes (`--nnodes=2`, `num_nodes=4`), if any."""
+        return max(self.index.kind("launch_nodes"), key=lambda e: int(e.fields["nodes"]), default=None)
+
+    @property
+    def launched_nodes(self) -> int:
+        return int(self.launch.fields["nodes"]) if self.launch else 0
+
+    @cached_property
     def versions(self) -> dict[str, dict[str, str]]:
         return node_versions(self.index.by_kind, self.topology)
 

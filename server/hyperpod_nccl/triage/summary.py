@@ -143,14 +143,12 @@ def job_summary(incident: Incident, job_id: str | None = None) -> JobSummary:
 
 def _nodes_not_in_input(incident: Incident) -> list[str]:
     """The launcher was told more nodes than the input holds lines from: the others' logs are missing."""
-    launches = incident.index.kind("launch_nodes")
-    asked = max((int(e.fields["nodes"]) for e in launches), default=0)
-    seen = len(incident.topology.nodes)
-    if asked <= max(seen, 1):
+    launch, asked, seen = incident.launch, incident.launched_nodes, len(incident.topology.nodes)
+    if launch is None or asked <= max(seen, 1):
         return []
-    where = next(f"{e.source}:{e.line}" for e in launches if int(e.fields["nodes"]) == asked)
     return [
-        f"The launch asks for {asked} nodes ({where}); the input holds lines from {seen or 'no named'} "
+        f"The launch asks for {asked} nodes ({launch.source}:{launch.line}); the input holds lines from "
+        f"{seen or 'no named'} "
         f"node{'s' if seen != 1 else ''}: add the other nodes' logs and triage again."
     ]
 

@@ -51,12 +51,11 @@ def failed_at_first_contact(incident: Incident) -> Outcome:
     if primary or not following or any(e.kind not in _SAYS_NOTHING for e in following):
         return Outcome()
     first = incident.first(following)
-    launched = [int(e.fields["nodes"]) for e in incident.index.kind("launch_nodes")]
-    across_nodes = max(launched, default=0) > 1 or len(incident.topology.nodes) > 1
+    across_nodes = incident.launched_nodes > 1 or len(incident.topology.nodes) > 1
     trained = incident.index.kind("progress") or incident.progressed_before(incident.at(first))
     if first is None or not across_nodes or trained:
         return Outcome()
-    witnesses = [e for e in (incident.first(incident.index.kind("launch_nodes")), first) if e is not None]
+    witnesses = [e for e in (incident.launch, first) if e is not None]
     finding = Finding(
         id=FIRST_CONTACT_ID,
         status=Status.FAIL,

@@ -37,7 +37,8 @@ def shared_hostname(incident: Incident) -> Outcome:
     (host, iface), found = min(shared.items())
     witnesses = sorted(found.values(), key=lambda e: (e.source, e.line))[:2]
     crossed = [e for e in incident.index.kind("same_host_transport") if e.node == host]
-    failed = any(abnormal_events(incident))
+    primary, following = abnormal_events(incident)
+    failed = bool(primary or following)
     listed_addresses = " and ".join(e.fields["addr"] for e in witnesses)
     title = f"Two machines report the same hostname {host} ({iface} {listed_addresses})"
     if crossed:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hyperpod_nccl.models import Category, Finding, Priority, Status
 from hyperpod_nccl.triage.events import Event
-from hyperpod_nccl.triage.fatal import exit_code
+from hyperpod_nccl.triage.fatal import exit_code, retried
 from hyperpod_nccl.triage.findings import evidence, listed
 from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
@@ -76,7 +76,7 @@ def abnormal_events(incident: Incident) -> tuple[list[Event], list[Event]]:
 
 def _failed(event: Event) -> bool:
     if event.kind == "ib_setup":
-        return "retrying" not in event.text  # NCCL retries a refused modify_qp before it gives up
+        return not retried(event)
     if event.kind == "worker_exit":
         return "nonzero" in event.fields or (exit_code(event) or 0) != 0
     if event.kind == "srun_task":
