@@ -9,6 +9,8 @@ and each command's program and subcommand must be one its section shows.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hyperpod_nccl.models import Finding, Priority, Status
@@ -89,7 +91,8 @@ def test_values_the_facts_hold_fill_the_commands() -> None:
     texts = [c.command for c in commands_for(finding, ON_SLURM)]
     assert "sacct -j 4242 --format=JobID,State,ExitCode,Elapsed,NodeList" in texts
     assert "ssh ip-10-1-0-15 sudo py-spy dump --pid 41213" in texts
-    assert not any("<" in text for text in texts)
+    # The one value no log holds: the directory every node shares, for the next run's dumps.
+    assert [re.findall(r"<[\w-]+>", text) for text in texts] == [[], [], ["<shared-dir>"]], texts
 
 
 def test_read_only_commands_come_before_fixes() -> None:

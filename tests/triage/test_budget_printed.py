@@ -40,8 +40,10 @@ def test_the_cli_prints_at_most_8_kb_of_json_for_1024_ranks(job_of_1024_ranks: P
     assert printed.stdout.decode() == render_json(report) + "\n"
     lead = next(f for f in report.findings if f.id == report.root_cause.finding)
     assert not any(entry.startswith(f"{lead.id} suggested_commands") for entry in report.omitted)
-    assert any("TORCH_FR_BUFFER_SIZE" in command.command for command in lead.suggested_commands), (
-        "the root cause keeps every command, the Flight Recorder one included"
+    recorder = [c.command for c in lead.suggested_commands if "TORCH_FR_BUFFER_SIZE" in c.command]
+    assert recorder, "the root cause keeps every command, the Flight Recorder one included"
+    assert "TORCH_FR_DUMP_TEMP_FILE=<shared-dir>/nccl_trace_rank_" in recorder[0], (
+        "the dumps go where every node can read them, not each container's /tmp"
     )
 
 

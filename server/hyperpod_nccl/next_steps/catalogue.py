@@ -120,7 +120,7 @@ def show_node(facts: Facts, why: str) -> SuggestedCommand:
     return suggest("kubectl describe node", _node_word(facts), why=why, permission="nodes: get")
 
 
-def export(*assignments: LiteralString, why: str) -> SuggestedCommand:
+def export(*assignments: Word, why: str) -> SuggestedCommand:
     """Environment for the next run, set in the job script before the launcher."""
     return suggest(
         "export", *assignments, why=why, blast_radius=BlastRadius.CHANGES_CONFIG, permission=_JOB_SCRIPT
@@ -210,6 +210,12 @@ _FLIGHT_RECORDER = (
     "TORCH_FR_BUFFER_SIZE=2000",
     "TORCH_NCCL_TRACE_BUFFER_SIZE=2000",
     "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+    # The default prefix is /tmp of each container: node-local, gone with the pod or the node.
+    joined("TORCH_FR_DUMP_TEMP_FILE=", placeholder("shared-dir"), "/nccl_trace_rank_"),
+)
+_DUMPS_LAND = (
+    "one file per rank, in an existing directory every node shares; give that directory to triage "
+    "with the logs"
 )
 
 
@@ -221,7 +227,9 @@ def _timeout(facts: Facts) -> list[SuggestedCommand]:
         py_spy(facts),
         export(
             *_FLIGHT_RECORDER,
-            why="the next timeout writes Flight Recorder dumps that name the call each rank was in (§ 22)",
+            why="the next timeout writes Flight Recorder dumps that name the call each rank was in, "
+            + _DUMPS_LAND
+            + " (§ 22)",
         ),
     ]
 
@@ -234,7 +242,7 @@ def _silent(facts: Facts) -> list[SuggestedCommand]:
             "grep -iE 'killed process|xid|segfault'",
             "the node's kernel log: an OOM kill, an Xid or a crash",
         ),
-        export(*_FLIGHT_RECORDER, why="the next timeout writes Flight Recorder dumps (§ 22)"),
+        export(*_FLIGHT_RECORDER, why=f"the next timeout writes Flight Recorder dumps, {_DUMPS_LAND} (§ 22)"),
     ]
 
 

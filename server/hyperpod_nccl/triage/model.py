@@ -175,6 +175,18 @@ class Incident:
         return int(self.launch.fields["nodes"]) if self.launch else 0
 
     @cached_property
+    def shared_hostnames(self) -> dict[tuple[str, str], dict[str, Event]]:
+        """(hostname, interface) → the addresses NCCL bootstrapped from under that one name, where
+        there are several: machines the logs call by one hostname (rules/hosts.py)."""
+        addresses: dict[tuple[str, str], dict[str, Event]] = {}
+        for event in self.index.kind("net_addr"):
+            if event.node and "iface" in event.fields:
+                addresses.setdefault((event.node, event.fields["iface"]), {}).setdefault(
+                    event.fields["addr"], event
+                )
+        return {key: found for key, found in addresses.items() if len(found) > 1}
+
+    @cached_property
     def versions(self) -> dict[str, dict[str, str]]:
         return node_versions(self.index.by_kind, self.topology)
 

@@ -5,14 +5,17 @@ whether it resumed from a checkpoint — each with the line that says so.
   tail), given to the ranks the file holds, grouped by minute so a rank whose log stopped early
   stands apart. Node logs (dmesg, journal) keep history from before the job and are left out.
 - Outcome: `crashed` when a failure shows and the launcher, the scheduler or the watchdog ended
-  the processes; `still running or cut short` when the logs stop without an end (a failure seen
-  but no exit, or no failure and no end-of-training line); `completed` when training said it
-  finished and nothing failed; `unknown` when no worker log was read.
+  the processes, or Python printed an error no code caught (the traceback's last line, with no
+  logger in front: the process that printed it ended); `still running or cut short` when the logs
+  stop without an end (a failure seen but no exit, or no failure and no end-of-training line);
+  `completed` when training said it finished and nothing failed; `unknown` when no worker log was
+  read.
 - Resume: `yes` or `no` when a line says so, else `not detected`.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from hyperpod_nccl.models import JobSummary, LogLine, RankSpan, ResumeState, RunOutcome
@@ -21,11 +24,14 @@ from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import exit_code
 from hyperpod_nccl.triage.findings import clip
 from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.prefixes import strip
 from hyperpod_nccl.triage.rules.unknown import abnormal_events
 
 MAX_SPANS = 6
 _ENDINGS = ("worker_exit", "srun_task", "slurm_cancel", "slurm_failed", "take_down", "sigterm", "crash")
 _SUCCESS = ("training_done",)
+# The last line of Python's own traceback: `RuntimeError: …` at the start of the message.
+_UNCAUGHT = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)\b(?::|$)")
 
 
 def describe_run(job: JobSummary, incident: Incident, failed: bool, final: Event | None) -> JobSummary:
@@ -72,6 +78,14 @@ def run_outcome(incident: Incident, failed: bool, final: Event | None) -> RunOut
             )
         primary, following = abnormal_events(incident)
         seen = _latest(primary + following, incident)
+        meaningful = [e for group in incident.groups.values() for e in group.events]
+        uncaught = _latest([e for e in primary + following + meaningful if _uncaught(e)], incident)
+        if uncaught is not None:
+            return RunOutcome(
+                outcome="crashed",
+                why="an error no code caught ended the process that printed it",
+                evidence=log_line(uncaught, incident),
+            )
         return RunOutcome(
             outcome="still running or cut short",
             why="a failure shows, but no line says the processes ended: the logs stop before the job did",
@@ -102,6 +116,10 @@ def _ends(event: Event) -> bool:
     return True
 
 
+def _uncaught(event: Event) -> bool:
+    return _UNCAUGHT.match(strip(event.text).message) is not None
+
+
 def _latest(events: list[Event], incident: Incident) -> Event | None:
     def key(event: Event) -> tuple[bool, datetime, str, int]:
         moment = incident.at(event)
@@ -126,7 +144,10 @@ def rank_spans(incident: Incident) -> list[RankSpan]:
         first, last = clock.at(scan.first_stamp), clock.at(scan.last_stamp)
         if first is None or last is None:
             continue
-        for rank in scan.ranks or {r for host in scan.hosts for r in ranks_on.get(host, ())}:
+        # A file's ranks from its prefixes, else from what its lines say (NCCL's `rank 3 nranks 8`),
+        # else every rank of its hosts.
+        own = scan.ranks or {e.rank for e in scan.events if e.rank is not None}
+        for rank in own or {r for host in scan.hosts for r in ranks_on.get(host, ())}:
             known = spans.get(rank)
             spans[rank] = (min(first, known[0]), max(last, known[1])) if known else (first, last)
     grouped: dict[tuple[datetime, datetime], list[int]] = {}

@@ -128,15 +128,16 @@ def job_summary(incident: Incident, job_id: str | None = None) -> JobSummary:
     topology = incident.topology
     per_node = _ranks_per_node(topology)
     counts = Counter(len(ranks) for ranks in per_node.values())
+    shared = incident.shared_hostnames
     return JobSummary(
         framework=_framework(incident.scans, incident.index.by_kind),
         world_size=topology.world_size,
-        nodes=len(topology.nodes),
+        nodes=len(topology.nodes) + sum(len(found) - 1 for found in shared.values()),
         ranks_per_node=counts.most_common(1)[0][0] if counts else None,
         rank_map=[f"{node}: {compress(ranks)}" for node, ranks in list(per_node.items())[:_MAP_LINES]],
         rank_map_note=_map_note(per_node),
         versions=version_groups(incident.versions),
-        notes=[*_nodes_not_in_input(incident), *incident.clock.notes()],
+        notes=[*_nodes_not_in_input(incident), *_machines_behind_one_name(shared), *incident.clock.notes()],
         job_id=job_id,
     )
 
@@ -150,6 +151,14 @@ def _nodes_not_in_input(incident: Incident) -> list[str]:
         f"The launch asks for {asked} nodes ({launch.source}:{launch.line}); the input holds lines from "
         f"{seen or 'no named'} "
         f"node{'s' if seen != 1 else ''}: add the other nodes' logs and triage again."
+    ]
+
+
+def _machines_behind_one_name(shared: dict[tuple[str, str], dict[str, Event]]) -> list[str]:
+    return [
+        f"{host} names {len(found)} machines ({iface} {', '.join(found)}): counted as {len(found)} nodes, "
+        "whose ranks the logs cannot tell apart."
+        for (host, iface), found in sorted(shared.items())
     ]
 
 

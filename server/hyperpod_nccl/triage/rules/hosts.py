@@ -12,7 +12,6 @@ hostname says NCCL took them for one machine.
 from __future__ import annotations
 
 from hyperpod_nccl.models import Category, Finding, Priority, Status
-from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.findings import evidence
 from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
@@ -25,13 +24,7 @@ _SUSPECT_WEIGHT = 45  # only when nothing the lines name explains the failure be
 
 
 def shared_hostname(incident: Incident) -> Outcome:
-    addresses: dict[tuple[str, str], dict[str, Event]] = {}
-    for event in incident.index.kind("net_addr"):
-        if event.node and "iface" in event.fields:
-            addresses.setdefault((event.node, event.fields["iface"]), {}).setdefault(
-                event.fields["addr"], event
-            )
-    shared = {key: found for key, found in addresses.items() if len(found) > 1}
+    shared = incident.shared_hostnames
     if not shared:
         return Outcome()
     (host, iface), found = min(shared.items())
