@@ -822,6 +822,16 @@ def _p2p(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _init_stalled(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        kernel_log(facts, "grep -i -e iommu -e DMAR", "whether an IOMMU sits between the GPUs"),
+        on_node_check(facts, "nvidia-smi topo -m", "how the GPUs connect: no NVLink means P2P over PCIe"),
+        export(
+            "NCCL_P2P_DISABLE=1", why="as a diagnostic only: a rerun that completes says peer access hung"
+        ),
+    ]
+
+
 def _ib_protection(facts: Facts) -> list[SuggestedCommand]:
     return [
         suggest_chain(
@@ -876,6 +886,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.invalid_device": _invalid_device,
     "triage.config.nccl_invalid_usage": _invalid_usage,
     "triage.config.p2p_unsupported": _p2p,
+    "triage.config.nccl_init_stalled": _init_stalled,
     "triage.config.ib_local_protection": _ib_protection,
     "triage.infra.time_limit": _time_limit,
     "triage.infra.node_failure": _node_lost,

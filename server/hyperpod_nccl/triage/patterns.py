@@ -359,6 +359,22 @@ CONFIG = (
             "out of shared memory",
         ),
     ),
+    # A traceback frame inside Python's or torch's shared-memory code: an errno raised right below it
+    # (`[Errno 28] No space left on device` from `_multiprocessing.SemLock(`) is /dev/shm that is full,
+    # not a disk (scanner.py joins the two).
+    _p(
+        "shm_frame",
+        (
+            "SemLock",
+            "multiprocessing/synchronize.py",
+            "multiprocessing/heap.py",
+            "multiprocessing/shared_memory.py",
+            "multiprocessing/reductions.py",
+            "_share_filename_",
+            "_share_fd_",
+            "share_memory_(",
+        ),
+    ),
     # systemd-logind (RemoveIPC=yes) deleting NCCL's segments under a job whose user is not logged in.
     _p("shm_removed", ("unlink shared memory", "RemoveIPC")),
     _p(
@@ -1043,6 +1059,16 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         ("torch==", "PyTorch version", "Torch version"),
         r"(?i)(?:torch==|torch version:? |torch_version[=:] ?)v?(?P<version>\d+\.\d+\.\d+[\w.+]*)",
         key="version",
+    ),
+    # A framework starting to form the process group: DeepSpeed's `init_distributed`, torch's
+    # store-based barrier (≤ 2.0) waiting for every rank's key.
+    _p(
+        "pg_forming",
+        (
+            "Initializing TorchBackend in DeepSpeed",
+            "store_based_barrier_key",
+            "Waiting in store based barrier",
+        ),
     ),
     # Any NCCL's word that a communicator is up (the line's layout changed across versions).
     _p("init_complete", "Init COMPLETE"),

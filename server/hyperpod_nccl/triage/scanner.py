@@ -37,6 +37,8 @@ MAX_EVENTS_PER_FILE = 40_000
 MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
 _MAX_PROBLEMS_PER_FILE = 5
 _KEEP_LATEST = frozenset({"work_update", "progress"})
+# Lines from a traceback frame to the exception it raised: a few frames, a pasted echo of them.
+_FRAME_REACH = 8
 
 
 @cache
@@ -193,6 +195,7 @@ class _FileState:
         self.label_identity: set[tuple[int, str | None, int | None]] = set()
         self.labels_are_launchers = False
         self.offset = -1  # of the line being read
+        self.shm_frame_line = 0  # the last traceback frame inside shared-memory code
 
 
 def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
@@ -321,8 +324,14 @@ def _record(
     if pattern.kind == "failure_section":
         state.failure_section, state.failure_block = fields["section"], {}
         return
+    if pattern.kind == "shm_frame":
+        state.shm_frame_line = number
+        return
+    kind = pattern.kind
+    if kind == "disk_full" and state.shm_frame_line and number - state.shm_frame_line <= _FRAME_REACH:
+        kind = "shm_exhausted"  # the errno came from shared-memory code: /dev/shm is what is full
     event = Event(
-        kind=pattern.kind,
+        kind=kind,
         source=state.source,
         line=number,
         text=text[:MAX_TEXT_CHARS],

@@ -15,7 +15,10 @@ the other nodes.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from hyperpod_nccl.models import Category, Finding, Priority, Status
+from hyperpod_nccl.rankset import compress
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.findings import evidence
 from hyperpod_nccl.triage.model import Incident
@@ -23,6 +26,7 @@ from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 
 MEMBERS_ID = "triage.config.members_missing"
 INIT_STALLED_ID = "triage.config.nccl_init_stalled"
+FORMING_STALLED_ID = "triage.rendezvous.forming_stalled"
 _WEIGHT = 52  # below any failure a line names: those say why the others are missing
 _LATER_PHASE = ("progress", "wd_timeout", "wd_status", "traceback", "exception", "init_complete")
 
@@ -36,15 +40,34 @@ def members_missing(incident: Incident) -> Outcome:
     if len(joined) >= world or incident.index.kind(*_LATER_PHASE):
         return Outcome()
     last = max(members, key=lambda e: (e.source, e.line))
+    announced = Counter[int]()
+    for event in members:
+        announced[int(event.fields["global_rank"])] += event.count
+    twice = sorted(rank for rank, times in announced.items() if times > 1)
+    title = f"Only {len(joined)} of {world} processes joined the process group, and the logs stop there"
+    detail = (
+        "The others never announced themselves: they were not started (a batch script running "
+        "python without srun, --ntasks / num_nodes / devices not matching the world size) or could "
+        "not start on their nodes. The processes that did start wait at init until the timeout."
+    )
+    if twice:
+        title = (
+            f"Global ranks {compress(twice)} joined twice and {world - len(joined)} of {world} never: "
+            "several nodes took the same node rank"
+        )
+        detail = (
+            "Two processes announced each of these global ranks, so the higher ranks were never filled "
+            "and every process waits at init. Each node computed node rank 0: the launcher started one "
+            "task per node and the framework spawned the local processes itself (srun without "
+            "--ntasks-per-node equal to the GPUs per node), or NODE_RANK / --node_rank was not set per node."
+        )
     finding = Finding(
         id=MEMBERS_ID,
         status=Status.FAIL,
         priority=Priority.P0,
-        title=f"Only {len(joined)} of {world} processes joined the process group, and the logs stop there",
+        title=title,
         reference="debugging-guide.md § 7",
-        detail="The others never announced themselves: they were not started (a batch script running "
-        "python without srun, --ntasks / num_nodes / devices not matching the world size) or could "
-        "not start on their nodes. The processes that did start wait at init until the timeout.",
+        detail=detail,
         evidence=[
             evidence(e, incident.topology) for e in [min(members, key=lambda e: (e.source, e.line)), last]
         ],
@@ -78,11 +101,46 @@ def nccl_init_stalled(incident: Incident) -> Outcome:
         "to tell) or the network to the other nodes.",
         evidence=[evidence(e, incident.topology) for e in _distinct(incident.first(started), last)],
     )
+    # Peer access is a property of the machine: a job on one node names it.
+    only_node = list(incident.topology.nodes) if len(incident.topology.nodes) == 1 else []
+    finding.nodes = only_node
     return blamed(
         incident,
         finding,
         category=Category.CONFIG,
         weight=40,
+        title=finding.title,
+        ranks=[],
+        first=last,
+        confidence="low",
+        nodes=only_node,
+    )
+
+
+def process_group_stalled(incident: Incident) -> Outcome:
+    """The framework began forming the process group and nothing later shows: where a hung job's
+    paste ends when the processes never all meet (NCCL at INFO level and Lightning say more, above)."""
+    forming = incident.index.kind("pg_forming")
+    later = incident.index.kind(*_LATER_PHASE, "ddp_member", "nccl_version")
+    if not forming or later or incident.groups:
+        return Outcome()
+    last = max(forming, key=lambda e: (e.source, e.line))
+    finding = Finding(
+        id=FORMING_STALLED_ID,
+        status=Status.WARN,
+        priority=Priority.P1,
+        title="The processes began forming the process group and the logs stop there",
+        reference="debugging-guide.md § 7",
+        detail="Nothing after the process-group setup: if the job hung here, the processes never all met. "
+        "Check that every node started its processes and that all use one MASTER_ADDR, one MASTER_PORT "
+        "(a port of 0 or one differing per node never meets) and one world size.",
+        evidence=[evidence(e, incident.topology) for e in _distinct(incident.first(forming), last)],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.RENDEZVOUS,
+        weight=36,
         title=finding.title,
         ranks=[],
         first=last,

@@ -1,0 +1,99 @@
+"""Families of wording around start-up (issue 16, logs from threads not in the corpus): an errno
+raised from shared-memory code, processes that took one node rank, a process group that began
+forming and a paste that stops there, NCCL stalled before Init COMPLETE on a one-node job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hyperpod_nccl.models import Category, Status
+from tests.triage.test_families import cause, describe, triage
+
+_SEMLOCK = """\
+  File "/usr/lib/python3.10/multiprocessing/synchronize.py", line 57, in __init__
+    sl = self._semlock = _multiprocessing.SemLock(
+OSError: [Errno 28] No space left on device
+"""
+_TORCH_SHARING = """\
+  File "/opt/conda/lib/torch/multiprocessing/reductions.py", line 568, in reduce_storage
+    fd, size = storage._share_fd_cpu_()
+RuntimeError: unable to write to file </torch_1234_567_8>: No space left on device (28)
+"""
+_SHARED_MEMORY = """\
+  File "/usr/lib/python3.12/multiprocessing/shared_memory.py", line 115, in __init__
+    os.ftruncate(self._fd, size)
+OSError: [Errno 28] No space left on device
+"""
+
+
+@pytest.mark.parametrize("trace", [_SEMLOCK, _TORCH_SHARING, _SHARED_MEMORY], ids=["semlock", "torch", "shm"])
+def test_no_space_raised_from_shared_memory_code_is_dev_shm(tmp_path: Path, trace: str) -> None:
+    report = triage(tmp_path, {"train.log": "Traceback (most recent call last):\n" + trace})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert report.root_cause and "Shared memory" in report.root_cause.summary
+
+
+def test_no_space_far_below_a_shared_memory_frame_is_still_the_disk(tmp_path: Path) -> None:
+    filler = "".join(f"step={n} loss=1.0\n" for n in range(20))
+    text = _SEMLOCK.replace("OSError: [Errno 28] No space left on device\n", "") + filler
+    text += "OSError: [Errno 28] No space left on device: '/fsx/ckpt/step_20.pt'\n"
+    report = triage(tmp_path, {"train.log": text})
+    assert cause(report)[0] == Category.STORAGE_IO, describe(report)
+
+
+def _lightning(announced: list[int], world: int) -> str:
+    return "".join(f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/{world}\n" for r in announced)
+
+
+def test_global_ranks_announced_twice_name_the_node_rank_both_nodes_took(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"console.txt": _lightning([1, 1, 2, 2, 3, 3, 0, 0], world=8)})
+    finding = next(f for f in report.findings if f.id == "triage.config.members_missing")
+    assert finding.title.startswith("Global ranks 0-3 joined twice and 4 of 8 never"), finding.title
+    assert cause(report)[0] == Category.CONFIG
+
+
+def test_fewer_members_each_announced_once_are_processes_never_started(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"console.txt": _lightning([0, 1, 2, 3], world=8)})
+    finding = next(f for f in report.findings if f.id == "triage.config.members_missing")
+    assert finding.title.startswith("Only 4 of 8 processes joined"), finding.title
+
+
+_FORMING = [
+    "[2024-06-11 00:23:36,254] [INFO] [comm.py:668:init_distributed] Initializing TorchBackend in DeepSpeed "
+    "with backend nccl",
+    "INFO:torch.distributed.distributed_c10d:Added key: store_based_barrier_key:1 to store for rank: 3",
+    "Waiting in store based barrier to initialize process group for rank: 5, key: store_based_barrier_key:1 "
+    "(world_size=8, worker_count=6, timeout=0:30:00)",
+]
+
+
+@pytest.mark.parametrize("line", _FORMING, ids=["deepspeed", "barrier-key", "barrier-wait"])
+def test_a_paste_that_stops_while_the_process_group_forms_is_a_low_confidence_rendezvous(
+    tmp_path: Path, line: str
+) -> None:
+    report = triage(tmp_path, {"train.log": "Loading model\n" + line + "\n"})
+    assert cause(report)[0] == Category.RENDEZVOUS, describe(report)
+    assert report.root_cause and report.root_cause.confidence == "low"
+    assert any(f.id == "triage.rendezvous.forming_stalled" for f in report.findings)
+
+
+def test_a_process_group_that_formed_and_trained_is_not_stalled(tmp_path: Path) -> None:
+    text = _FORMING[0] + "\n" + "Epoch 1:  40%|████      | 40/100 [00:20<00:30,  2.00it/s]\n"
+    report = triage(tmp_path, {"train.log": text})
+    assert not any(f.id == "triage.rendezvous.forming_stalled" for f in report.findings), describe(report)
+
+
+def test_nccl_stalled_before_init_complete_on_one_node_names_that_node(tmp_path: Path) -> None:
+    lines = [
+        "gpubox:15833:15833 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>",
+        "gpubox:15833:15833 [0] NCCL INFO Setting affinity for GPU 0 to ff00ff",
+        "NCCL version 2.4.8+cuda10.0",
+    ]
+    report = triage(tmp_path, {"nccl-tests.out": "\n".join(lines) + "\n"})
+    assert cause(report) == (Category.CONFIG, [], ["gpubox"]), describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.config.nccl_init_stalled")
+    assert finding.status in (Status.FAIL, Status.WARN)
+    commands = [c.command for c in finding.suggested_commands]
+    assert any("iommu" in c for c in commands) and "export NCCL_P2P_DISABLE=1" in commands, commands
