@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 
 import pytest
 
+from hyperpod_nccl.triage import lines
 from hyperpod_nccl.triage.lines import (
     CHUNK_BYTES,
     HEAD_LINES,
     MAX_LINE_BYTES,
+    NO_NUMPY,
     BinaryInput,
     ReadReport,
     select_lines,
 )
+
+
+@pytest.fixture(autouse=True, params=["numpy", "bytes.count"])
+def line_counter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test twice: lines numbered by numpy's newline search and by bytes.count."""
+    if request.param == "numpy":
+        pytest.importorskip("numpy", reason="numpy is not installed here")
+        monkeypatch.delenv(NO_NUMPY, raising=False)
+    else:
+        monkeypatch.setenv(NO_NUMPY, "1")
+    lines._numpy.cache_clear()
+    yield
+    lines._numpy.cache_clear()
 
 
 def find_word(word: bytes):

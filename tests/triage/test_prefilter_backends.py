@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hyperpod_nccl.triage.lines import NO_NUMPY
 from hyperpod_nccl.triage.patterns import EVENT_PATTERNS, FACT_PATTERNS, anchors_of
 from hyperpod_nccl.triage.prefilter import (
     DISABLE_HYPERSCAN,
@@ -73,10 +74,10 @@ def _triage_json(env_extra: dict[str, str]) -> dict:
     return json.loads(result.stdout)
 
 
-def test_the_whole_triage_is_the_same_without_hyperscan() -> None:
+def test_the_whole_triage_is_the_same_without_hyperscan_or_numpy() -> None:
     accelerated = _triage_json({})
-    fallback = _triage_json({DISABLE_HYPERSCAN: "1"})
-    assert accelerated == fallback
+    assert _triage_json({DISABLE_HYPERSCAN: "1"}) == accelerated
+    assert _triage_json({NO_NUMPY: "1"}) == accelerated
     assert accelerated["root_cause"]["culprit_ranks"] == [43]
 
 

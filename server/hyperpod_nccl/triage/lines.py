@@ -16,10 +16,12 @@ stream, so a rule can later look at the few lines before it without reading the 
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from functools import cache
+from typing import Any, BinaryIO
 
 CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 64 * 1024
@@ -181,23 +183,76 @@ def _emit_block(
     with memoryview(block) as whole, whole[:end] as lines:
         hits = find_hits(lines)
     hit_starts = {block.rfind(b"\n", 0, hit) + 1 for hit in hits}
-    number, counted_to = base, 0
-    for start in sorted(hit_starts.union(_head_starts(block, end)) if is_head else hit_starts):
-        number += block.count(b"\n", counted_to, start)
-        counted_to = start
+    starts = sorted(hit_starts | _head_starts(block, end) if is_head else hit_starts)
+    before, total = _newlines_before(block, end, starts)
+    for start, newlines in zip(starts, before, strict=True):
         line_end = block.find(b"\n", start, end)
         report.at = report._block_at + start
         report.hit = start in hit_starts
-        yield number, decode(block[start:line_end])
-    report.lines += number - base + block.count(b"\n", counted_to, end)
+        yield base + newlines, decode(block[start:line_end])
+    report.lines += total
     report.tail = _tail_of(block, end, report.lines)
 
 
-def _head_starts(block: bytes | bytearray, end: int) -> list[int]:
-    starts, position = [0], 0
+def _newlines_before(block: bytes | bytearray, end: int, starts: list[int]) -> tuple[list[int], int]:
+    """How many newlines block[:end] holds before each of `starts` (sorted), and in all.
+
+    `bytes.count` is a byte-by-byte loop and a fifth of a triage's instructions; numpy compares the
+    whole block in one vectorised pass and counts the stretches between the starts, ~4x fewer
+    instructions. Without numpy, `bytes.count`."""
+    numpy = _numpy()
+    if numpy is None:
+        count = block.count
+    else:
+        # Into a mask reused block after block (a fresh megabyte costs page faults every time); the
+        # view of `block` is gone once the mask is filled: the caller reuses `block`.
+        mask = numpy.equal(
+            numpy.frombuffer(block, dtype=numpy.uint8, count=end), _NEWLINE, out=_newline_mask(numpy, end)
+        )
+        count_nonzero = numpy.count_nonzero
+
+        def count(_newline: bytes, start: int, stop: int) -> int:
+            return int(count_nonzero(mask[start:stop]))
+
+    before, counted, counted_to = [], 0, 0
+    for start in starts:
+        counted += count(b"\n", counted_to, start)
+        counted_to = start
+        before.append(counted)
+    return before, counted + count(b"\n", counted_to, end)
+
+
+_NEWLINE = ord("\n")
+
+
+def _newline_mask(numpy: Any, size: int) -> Any:
+    mask = getattr(_spare, "mask", None)
+    if mask is None or len(mask) < size:
+        mask = _spare.mask = numpy.empty(max(size, CHUNK_BYTES + MAX_LINE_BYTES), dtype=bool)
+    return mask[:size]
+
+
+@cache
+def _numpy() -> Any:
+    """numpy, an optional accelerator (imported on the first block, not at start-up)."""
+    if os.environ.get(NO_NUMPY):
+        return None
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+# Set to count lines with bytes.count even where numpy is installed (tests compare the two).
+NO_NUMPY = "HYPERPOD_NCCL_NO_NUMPY"
+
+
+def _head_starts(block: bytes | bytearray, end: int) -> set[int]:
+    starts, position = {0}, 0
     for _ in range(HEAD_LINES - 1):
         position = block.find(b"\n", position, end) + 1
         if not position or position >= end:
             break
-        starts.append(position)
+        starts.add(position)
     return starts
