@@ -33,11 +33,11 @@ def line_counter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 
 
 def find_word(word: bytes):
-    def find(view: memoryview) -> list[int]:
+    def find(view: memoryview) -> list[tuple[int, int]]:
         block = bytes(view)
         hits, position = [], block.find(word)
         while position >= 0:
-            hits.append(position)
+            hits.append((position, 0))
             position = block.find(word, position + 1)
         return hits
 

@@ -196,12 +196,12 @@ def test_world_communicator_line_gives_rank_world_and_gpu_bus() -> None:
 
 
 def test_hit_finder_flags_anchor_lines_and_skips_training_chatter() -> None:
-    find = build_hit_finder(anchors_of(EVENT_PATTERNS + FACT_PATTERNS))
+    find = build_hit_finder([anchor.encode() for anchor in anchors_of(EVENT_PATTERNS + FACT_PATTERNS)])
     noise = b"[2026-03-02 10:00:20,123] [INFO] [train.py:241] [rank 3] step=5 loss=2.1 tokens/s=152103\n" * 50
     hit = b"3: [rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog caught collective operation timeout\n"
     lowercase = b"  exitcode  : -9 (pid: 208585)\n"
     block = noise + hit + noise + lowercase
-    starts = {block.rfind(b"\n", 0, offset) + 1 for offset in find(block)}
+    starts = {block.rfind(b"\n", 0, offset) + 1 for offset, _ in find(block)}
     lines = {block[s : block.find(b"\n", s)] for s in starts}
     assert hit.rstrip() in lines and lowercase.rstrip() in lines
     assert len([line for line in lines if b"step=" in line]) <= 1  # at most the one dated line sampled

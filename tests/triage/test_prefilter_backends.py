@@ -37,8 +37,8 @@ BLOCK = (
 )
 
 
-def _lines(block: bytes, hits: list[int]) -> set[bytes]:
-    return {block[block.rfind(b"\n", 0, hit) + 1 : block.find(b"\n", hit)] for hit in hits}
+def _lines(block: bytes, hits: list[tuple[int, int]]) -> set[bytes]:
+    return {block[block.rfind(b"\n", 0, hit) + 1 : block.find(b"\n", hit)] for hit, _ in hits}
 
 
 def test_both_scanners_select_every_line_holding_an_anchor(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,3 +92,18 @@ def test_pure_literals_and_escaped_regexes_find_the_same_anchors() -> None:
 
     assert matches(pure=True) == matches(pure=False)
     assert len(matches(pure=True)) >= 8
+
+
+def test_the_anchors_the_block_scan_found_pick_the_same_patterns_as_a_scan_of_the_message() -> None:
+    from hyperpod_nccl.triage.prefixes import strip
+    from hyperpod_nccl.triage.scanner import _log_dispatcher
+
+    dispatcher = _log_dispatcher()
+    found_at: dict[int, set[int]] = {}
+    for offset, index in dispatcher.find_hits(BLOCK):
+        found_at.setdefault(BLOCK.rfind(b"\n", 0, offset) + 1, set()).add(index)
+    assert len(found_at) >= 5
+    for start, found in found_at.items():
+        message = strip(BLOCK[start : BLOCK.find(b"\n", start)].decode()).message
+        by_block = dispatcher.candidates(message, frozenset(found))
+        assert by_block == dispatcher.candidates(message), message

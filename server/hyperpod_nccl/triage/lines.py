@@ -29,7 +29,8 @@ HEAD_LINES = 40  # every file's first lines are always yielded: banners name the
 TAIL_LINES = 16  # every file's last lines are kept aside: when the log ends, and how
 _MAX_TRUNCATIONS_LISTED = 5
 
-HitFinder = Callable[[memoryview], list[int]]
+# (offset inside a line, what was found there: a literal's index or a prefilter marker) per hit.
+HitFinder = Callable[[memoryview], list[tuple[int, int]]]
 
 
 _BINARY_SAMPLE = 8192
@@ -49,6 +50,7 @@ class ReadReport:
     tail: list[tuple[int, str]] = field(default_factory=list)  # the file's last lines, numbered
     at: int = 0  # byte offset of the line being yielded
     hit: bool = False  # whether the line being yielded holds a hit (a head line may not)
+    found: frozenset[int] = frozenset()  # what the hit finder found in it
     _block_at: int = 0  # byte offset of the block being emitted
 
 
@@ -182,13 +184,17 @@ def _emit_block(
         report.truncated.append((base, truncated_by))
     with memoryview(block) as whole, whole[:end] as lines:
         hits = find_hits(lines)
-    hit_starts = {block.rfind(b"\n", 0, hit) + 1 for hit in hits}
-    starts = sorted(hit_starts | _head_starts(block, end) if is_head else hit_starts)
+    found_at: dict[int, set[int]] = {}
+    for offset, what in hits:
+        found_at.setdefault(block.rfind(b"\n", 0, offset) + 1, set()).add(what)
+    starts = sorted(found_at.keys() | _head_starts(block, end) if is_head else found_at)
     before, total = _newlines_before(block, end, starts)
     for start, newlines in zip(starts, before, strict=True):
         line_end = block.find(b"\n", start, end)
         report.at = report._block_at + start
-        report.hit = start in hit_starts
+        found = found_at.get(start)
+        report.hit = found is not None
+        report.found = frozenset(found) if found else frozenset()
         yield base + newlines, decode(block[start:line_end])
     report.lines += total
     report.tail = _tail_of(block, end, report.lines)

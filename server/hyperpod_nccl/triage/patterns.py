@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
-from hyperpod_nccl.triage.prefilter import hyperscan_matcher
+from hyperpod_nccl.triage.lines import HitFinder
+from hyperpod_nccl.triage.prefilter import SOME_LITERAL, build_hit_finder, hyperscan_matcher
 
 
 @dataclass(frozen=True)
@@ -1157,9 +1159,24 @@ class Dispatcher:
         self._inside: dict[str, tuple[str, ...]] = {}  # matched text → anchors it contains
         self._by_found: dict[frozenset[int], list[Pattern]] = {}  # anchors found → their owners
         self._accelerated = hyperscan_matcher([anchor.encode() for anchor in anchors])
+        self._by_line: dict[frozenset[int], list[tuple[str, list[int]]]] = {}
 
-    def candidates(self, message: str) -> list[Pattern]:
-        """The patterns owning an anchor the message holds, in catalogue order."""
+    @cached_property
+    def find_hits(self) -> HitFinder:
+        """The block scan that selects the lines to parse, and says which anchors each one holds."""
+        return build_hit_finder([anchor.encode() for anchor in self._anchors])
+
+    def candidates(self, message: str, found: frozenset[int] | None = None) -> list[Pattern]:
+        """The patterns owning an anchor the message holds, in catalogue order. `found` is what
+        `find_hits` found in the line the message came from, when that is known."""
+        if found is not None and SOME_LITERAL not in found:
+            # Found in the whole line: an anchor inside a prefix does not count.
+            owners = self._owners_of(found)
+            if len(owners) == 1:
+                anchor, indices = owners[0]
+                return [self._patterns[i] for i in indices] if anchor in message else []
+            held = {i for anchor, indices in owners if anchor in message for i in indices}
+            return [self._patterns[i] for i in sorted(held)]
         if self._accelerated is not None:
             # Every occurrence of every anchor, overlaps included: the owners of all of them.
             found = frozenset(index for index, _ in self._accelerated(message.encode()))
@@ -1178,6 +1195,15 @@ class Dispatcher:
             for anchor in self._contained(text):
                 owners.update(self._owners[anchor])
         return [self._patterns[index] for index in sorted(owners)]
+
+    def _owners_of(self, found: frozenset[int]) -> list[tuple[str, list[int]]]:
+        """(anchor, the indices of the patterns owning it) for each anchor found."""
+        known = self._by_line.get(found)
+        if known is None:
+            known = [(self._anchors[i], self._owners[self._anchors[i]]) for i in sorted(found) if i >= 0]
+            if len(self._by_line) < _REMEMBERED_ANCHOR_SETS:
+                self._by_line[found] = known
+        return known
 
     def _contained(self, text: str) -> tuple[str, ...]:
         """Anchors inside a matched text: a longer anchor hides the shorter ones it contains."""

@@ -91,18 +91,24 @@ def minimal(words: list[bytes]) -> list[bytes]:
     return kept
 
 
-def build_hit_finder(anchors: list[str]) -> HitFinder:
-    """Offsets inside every line of a block that holds an anchor (a line may be reported twice)."""
-    literals = minimal([anchor.encode() for anchor in anchors])
-    scan = _hyperscan_scanner(literals) or _regex_scanner(literals)
+def build_hit_finder(literals: list[bytes]) -> HitFinder:
+    """(offset inside the line, index of the literal found there) for every line of a block that
+    holds one of `literals` (a line may be reported several times). The regex scanners cannot say
+    which literal they found: they report `SOME_LITERAL`. One dated line is reported with
+    `NO_LITERAL`: it is read for its year, not for an anchor."""
+    scan = _hyperscan_scanner(literals) or _regex_scanner(minimal(literals))
 
-    def find_hits(block: bytes) -> list[int]:
+    def find_hits(block: bytes) -> list[tuple[int, int]]:
         hits = scan(block)
         if dated := DATED_LINE.search(block):
-            hits.append(dated.start())
+            hits.append((dated.start(), NO_LITERAL))
         return hits
 
     return find_hits
+
+
+SOME_LITERAL = -1
+NO_LITERAL = -2
 
 
 def _regex_scanner(literals: list[bytes]) -> HitFinder:
@@ -111,8 +117,12 @@ def _regex_scanner(literals: list[bytes]) -> HitFinder:
         (re.compile(trie_regex(tails)), 1 if lead == ord("\n") else 0) for lead, tails in by_lead.items()
     ]
 
-    def scan(block: bytes) -> list[int]:
-        return [found.start() + shift for scanner, shift in scanners for found in scanner.finditer(block)]
+    def scan(block: bytes) -> list[tuple[int, int]]:
+        return [
+            (found.start() + shift, SOME_LITERAL)
+            for scanner, shift in scanners
+            for found in scanner.finditer(block)
+        ]
 
     return scan
 
@@ -192,14 +202,16 @@ def _hyperscan_scanner(literals: list[bytes]) -> HitFinder | None:
     if compiled is None:
         return None
 
-    def scan(block: bytes) -> list[int]:
-        # One call per occurrence of any literal (a line may hold several): keep it to one append of
-        # the end offset, which is exclusive, so end - 1 lies inside the matched line.
-        ends: list[int] = []
-        add = ends.append
+    def scan(block: bytes) -> list[tuple[int, int]]:
+        # One call per occurrence of any literal (a line may hold several): keep it to one append.
+        # The end offset is exclusive, so end - 1 lies inside the matched line.
+        found: list[tuple[int, int]] = []
+        add = found.append
         compiled.database.scan(
-            block, match_event_handler=lambda _i, _s, end, _f, _c: add(end - 1), scratch=compiled.scratch()
+            block,
+            match_event_handler=lambda index, _s, end, _f, _c: add((end - 1, index)),
+            scratch=compiled.scratch(),
         )
-        return ends
+        return found
 
     return scan

@@ -26,7 +26,6 @@ from hyperpod_nccl.triage.patterns import (
     STORAGE_PREFILTER,
     Dispatcher,
     Pattern,
-    anchors_of,
     elapsed_seconds,
 )
 from hyperpod_nccl.triage.prefilter import build_hit_finder
@@ -41,14 +40,13 @@ _KEEP_LATEST = frozenset({"work_update", "progress"})
 _FRAME_REACH = 8
 
 
-@cache
 def _log_finder() -> HitFinder:
-    return build_hit_finder(anchors_of(EVENT_PATTERNS + FACT_PATTERNS + RUN_FACTS))
+    return _log_dispatcher().find_hits
 
 
 @cache
 def _storage_finder() -> HitFinder:
-    return build_hit_finder(STORAGE_PREFILTER)
+    return build_hit_finder([anchor.encode() for anchor in STORAGE_PREFILTER])
 
 
 def prepare() -> None:
@@ -209,7 +207,9 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
             try:
                 # Storage logs are small and one of their patterns has no anchor: every line is parsed.
                 parse = report.hit or scan.storage
-                _take_line(state, dispatcher if parse else None, number, text)
+                # Storage lines are found by a prefilter of their own: the dispatcher looks again.
+                found = None if scan.storage else report.found
+                _take_line(state, dispatcher if parse else None, number, text, found)
             except ValueError as error:  # a line that fits a pattern's shape but not its meaning
                 if len(scan.problems) < _MAX_PROBLEMS_PER_FILE:
                     scan.problems.append(f"{source}:{number}: line not understood ({error}); read past it")
@@ -229,7 +229,9 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         _apply_local_ranks(state)
 
 
-def _take_line(state: _FileState, dispatcher: Dispatcher | None, number: int, text: str) -> None:
+def _take_line(
+    state: _FileState, dispatcher: Dispatcher | None, number: int, text: str, found: frozenset[int] | None
+) -> None:
     """What a line says about who wrote it and when; then, for a line with an anchor (`dispatcher`
     is None for a head line without one), the event or facts it states."""
     stripped = strip(text)
@@ -242,7 +244,7 @@ def _take_line(state: _FileState, dispatcher: Dispatcher | None, number: int, te
         _note_framework(state.scan, text)
     if dispatcher is None:
         return
-    for pattern in dispatcher.candidates(stripped.message):
+    for pattern in dispatcher.candidates(stripped.message, found):
         fields = pattern.parse(stripped.message)
         if fields is not None:
             _record(state, pattern, fields, number, text, stripped)
