@@ -108,7 +108,7 @@ def exclude_node(facts: Facts, why: str) -> SuggestedCommand:
     return suggest(
         "kubectl cordon",
         _node_word(facts),
-        why=why,
+        why=why + _or_on_slurm(facts, "sbatch --exclude={node} <job-script>"),
         blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
         permission="nodes: patch",
     )
@@ -117,7 +117,20 @@ def exclude_node(facts: Facts, why: str) -> SuggestedCommand:
 def show_node(facts: Facts, why: str) -> SuggestedCommand:
     if facts.slurm:
         return suggest("scontrol show node", _node_word(facts), why=why, permission=_SLURM_USER)
-    return suggest("kubectl describe node", _node_word(facts), why=why, permission="nodes: get")
+    return suggest(
+        "kubectl describe node",
+        _node_word(facts),
+        why=why + _or_on_slurm(facts, "scontrol show node {node}"),
+        permission="nodes: get",
+    )
+
+
+def _or_on_slurm(facts: Facts, command: LiteralString) -> str:
+    """The logs name no scheduler: the Kubernetes command is shown, with the Slurm one beside it."""
+    if facts.kubernetes:
+        return ""
+    node = value(SlurmNodeName, facts.node).text
+    return f" (on Kubernetes; on Slurm: `{command.format(node=node)}`)"
 
 
 def export(*assignments: Word, why: str) -> SuggestedCommand:
@@ -259,7 +272,9 @@ def _mismatch(facts: Facts) -> list[SuggestedCommand]:
 def _network(facts: Facts) -> list[SuggestedCommand]:
     return [
         show_node(facts, "the node's state and the reason Slurm or Kubernetes gives for it"),
-        kernel_log(facts, "grep -iE 'link (down|up)|pcie bus error|efa'", "NIC link flaps and PCIe errors"),
+        kernel_log(
+            facts, "grep -iE 'link (down|up)|pcie bus error|efa|mlx5'", "NIC link flaps and PCIe errors"
+        ),
         exclude_node(facts, "rerun without the suspect node to prove or clear it"),
     ]
 

@@ -20,6 +20,7 @@ def cluster_facts(snapshot: Snapshot) -> Callable[[Finding], Facts]:
             instances = {"": finding.instance_ids[0]}
         return Facts(
             slurm=orchestrator == "slurm",
+            kubernetes=orchestrator == "eks",
             job_id=snapshot.job if orchestrator == "slurm" else None,
             cluster=hyperpod.name if hyperpod else None,
             region=snapshot.region,

@@ -20,6 +20,7 @@ class Facts:
     """What one finding's commands may fill in; None or empty where the input does not say."""
 
     slurm: bool = False  # the job ran under Slurm (srun / slurmstepd lines, slurm-<id>.out files)
+    kubernetes: bool = False  # the job ran on Kubernetes (kubectl output, pod events, an EKS cluster)
     job_id: str | None = None
     cluster: str | None = None
     region: str | None = None

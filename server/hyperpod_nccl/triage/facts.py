@@ -27,6 +27,7 @@ class JobFacts:
     """What holds for the whole job."""
 
     slurm: bool
+    kubernetes: bool
     job_id: str | None
     pids: dict[int, int]  # rank → pid
     instance_ids: dict[str, str]  # node → instance id
@@ -46,7 +47,11 @@ def job_facts(incident: Incident) -> JobFacts:
     topology = incident.topology
     pids = {rank: pid for (_, pid), rank in sorted(topology.pid_rank.items())}
     instances = {node: address for address, node in topology.addr_node.items() if _INSTANCE.match(address)}
-    return JobFacts(slurm, job_id, pids, instances, _store_host(incident), processes_ended(incident))
+    # kubectl's own output: `--timestamps` (the one UTC stamp), or a pod's eviction.
+    kubernetes = any(scan.utc_stamps for scan in incident.scans) or bool(incident.index.kind("evicted"))
+    return JobFacts(
+        slurm, kubernetes, job_id, pids, instances, _store_host(incident), processes_ended(incident)
+    )
 
 
 def _job_ids_in_lines(incident: Incident) -> list[str]:
@@ -73,6 +78,7 @@ def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
     nodes = tuple(finding.nodes) or tuple(incident.nodes_of(ranks))
     return Facts(
         slurm=job.slurm,
+        kubernetes=job.kubernetes,
         job_id=job.job_id,
         nodes=nodes,
         ranks=ranks,
