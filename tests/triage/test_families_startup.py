@@ -33,6 +33,12 @@ def test_no_space_raised_from_shared_memory_code_is_dev_shm(tmp_path: Path, trac
     report = triage(tmp_path, {"train.log": "Traceback (most recent call last):\n" + trace})
     assert cause(report)[0] == Category.CONFIG, describe(report)
     assert report.root_cause and "Shared memory" in report.root_cause.summary
+    finding = next(f for f in report.findings if f.id == "triage.config.shm")
+    if "/dev/shm" not in trace and "torch_" not in trace:  # the error line does not say it itself
+        frames = {line.strip() for line in trace.splitlines()[:2]}
+        assert any(e.text.strip() in frames for e in finding.evidence), finding.evidence
+    commands = [c.command for c in finding.suggested_commands]
+    assert commands[0] == "df -h /dev/shm" and any(c.startswith("docker run --ipc=host") for c in commands)
 
 
 def test_no_space_far_below_a_shared_memory_frame_is_still_the_disk(tmp_path: Path) -> None:
@@ -52,6 +58,18 @@ def test_global_ranks_announced_twice_name_the_node_rank_both_nodes_took(tmp_pat
     finding = next(f for f in report.findings if f.id == "triage.config.members_missing")
     assert finding.title.startswith("Global ranks 0-3 joined twice and 4 of 8 never"), finding.title
     assert cause(report)[0] == Category.CONFIG
+    assert [e.line for e in finding.evidence] == [7, 8], "both announcements of rank 0 are quoted"
+    assert report.job and report.job.world_size == 8 and report.job.framework == "PyTorch Lightning"
+
+
+def test_on_slurm_the_missing_members_get_one_task_per_gpu(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"slurm-8812.out": _lightning([0, 1, 2, 3], world=8)})
+    finding = next(f for f in report.findings if f.id == "triage.config.members_missing")
+    commands = [c.command for c in finding.suggested_commands]
+    assert commands == [
+        "sacct -j 8812 --format=JobID,State,Start,Elapsed,NodeList",
+        "sbatch '--ntasks-per-node=<gpus-per-node>' '<job-script>'",
+    ]
 
 
 def test_fewer_members_each_announced_once_are_processes_never_started(tmp_path: Path) -> None:

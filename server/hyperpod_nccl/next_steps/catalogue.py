@@ -327,6 +327,19 @@ def _rendezvous(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _members_missing(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *_rendezvous(facts),
+        *resubmit(
+            facts,
+            "--ntasks-per-node=",
+            "gpus-per-node",
+            "one task per GPU, so Slurm starts every process and gives each its own rank (with "
+            "Lightning: devices = GPUs per node, num_nodes = the node count)",
+        ),
+    ]
+
+
 def _address_in_use(facts: Facts) -> list[SuggestedCommand]:
     found = [
         suggest(
@@ -443,6 +456,31 @@ def _limits(facts: Facts) -> list[SuggestedCommand]:
             ),
         )
     return checks
+
+
+def _shm(facts: Facts) -> list[SuggestedCommand]:
+    found = [on_node_check(facts, "df -h /dev/shm", "the size and use of /dev/shm")]
+    if not facts.kubernetes:  # a pod's /dev/shm is an emptyDir in its spec, not a flag
+        found.append(
+            suggest(
+                "docker run --ipc=host --ulimit memlock=-1 --ulimit stack=67108864",
+                placeholder("image"),
+                placeholder("command"),
+                why="in a container: start it again with the host's /dev/shm (the flags NVIDIA's NGC "
+                "containers ask for), or with --shm-size=16g instead of --ipc=host",
+                blast_radius=BlastRadius.RESTARTS_JOB,
+                permission="docker on the host",
+            )
+        )
+    found.append(
+        suggest(
+            *on_node(facts, "sudo mount -o remount,size=50% /dev/shm"),
+            why="on a host without a container: a larger /dev/shm until the next boot" + _where(facts),
+            blast_radius=BlastRadius.CHANGES_CONFIG,
+            permission=_ROOT_ON_NODE,
+        )
+    )
+    return found
 
 
 def _topology(facts: Facts) -> list[SuggestedCommand]:
@@ -902,6 +940,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.nccl_invalid_usage": _invalid_usage,
     "triage.config.p2p_unsupported": _p2p,
     "triage.config.nccl_init_stalled": _init_stalled,
+    "triage.config.shm": _shm,
+    "triage.config.members_missing": _members_missing,
     "triage.config.ib_local_protection": _ib_protection,
     "triage.infra.time_limit": _time_limit,
     "triage.infra.node_failure": _node_lost,

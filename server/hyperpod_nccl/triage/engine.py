@@ -21,7 +21,7 @@ from hyperpod_nccl.triage.causality import order_by_cause
 from hyperpod_nccl.triage.discover import InputFile, discover
 from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.facts import finding_facts, job_facts
-from hyperpod_nccl.triage.findings import decisive, evidence, rank_state_groups
+from hyperpod_nccl.triage.findings import decisive, quoted, rank_state_groups
 from hyperpod_nccl.triage.model import EvidenceSource, Incident, build_incident
 from hyperpod_nccl.triage.parallel import scan_all
 from hyperpod_nccl.triage.root_cause import (
@@ -167,9 +167,7 @@ def _widen_evidence(
     """The origin's finding quotes every witness rank (up to a limit), not just the first two."""
     for finding in findings:
         if finding.id == finding_id:
-            finding.evidence = [
-                evidence(e, incident.topology) for e in decisive(events, incident.clock, ORIGIN_EVIDENCE)
-            ]
+            finding.evidence = quoted(decisive(events, incident.clock, ORIGIN_EVIDENCE), incident.topology)
 
 
 def _root_cause(

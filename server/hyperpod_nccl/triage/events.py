@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# An event's fields naming the traceback frame that decided what it means (shared-memory code above
+# an ENOSPC), quoted with it.
+FRAME_LINE, FRAME = "frame_line", "frame"
+# The field marking the second line of a kind the scanner keeps twice (a rank announced again).
+AGAIN = "again"
+
 
 @dataclass(slots=True)
 class Event:

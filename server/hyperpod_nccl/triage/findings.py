@@ -4,6 +4,7 @@ rank first), listed ranks and nodes within limits, and every rank's NCCL state g
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from hyperpod_nccl.models import (
@@ -12,7 +13,7 @@ from hyperpod_nccl.models import (
 )
 from hyperpod_nccl.rankset import compress
 from hyperpod_nccl.triage.classify import Classification
-from hyperpod_nccl.triage.events import Event
+from hyperpod_nccl.triage.events import FRAME, FRAME_LINE, Event
 from hyperpod_nccl.triage.rank_state import RankState
 from hyperpod_nccl.triage.summary import Topology, srun_tasks
 
@@ -53,6 +54,18 @@ def evidence(event: Event, topology: Topology) -> Evidence:
         rank=event.rank,
         node=event.node or topology.node_of(event.rank),
     )
+
+
+def quoted(events: Iterable[Event], topology: Topology) -> list[Evidence]:
+    """Each event's line, followed by the traceback frame it was read through when it has one (the
+    shared-memory code above an ENOSPC: the line that shows which device was full)."""
+    found: list[Evidence] = []
+    for event in events:
+        found.append(evidence(event, topology))
+        if FRAME_LINE in event.fields:
+            frame = replace(event, line=int(event.fields[FRAME_LINE]), text=event.fields[FRAME], fields={})
+            found.append(evidence(frame, topology))
+    return found
 
 
 def decisive(events: Iterable[Event], clock: Clock, limit: int = MAX_EVIDENCE) -> list[Event]:

@@ -16,7 +16,7 @@ from functools import cache
 from typing import BinaryIO
 
 from hyperpod_nccl.triage.discover import InputFile
-from hyperpod_nccl.triage.events import Event, FileScan
+from hyperpod_nccl.triage.events import AGAIN, FRAME, FRAME_LINE, Event, FileScan
 from hyperpod_nccl.triage.lines import HEAD_LINES, BinaryInput, HitFinder, ReadReport, select_lines
 from hyperpod_nccl.triage.patterns import (
     EVENT_PATTERNS,
@@ -36,6 +36,8 @@ MAX_EVENTS_PER_FILE = 40_000
 MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
 _MAX_PROBLEMS_PER_FILE = 5
 _KEEP_LATEST = frozenset({"work_update", "progress"})
+# Kinds whose second line is kept too (marked AGAIN): a process announcing a rank another already took.
+_KEEP_SECOND = frozenset({"ddp_member"})
 # Lines from a traceback frame to the exception it raised: a few frames, a pasted echo of them.
 _FRAME_REACH = 8
 
@@ -193,7 +195,7 @@ class _FileState:
         self.label_identity: set[tuple[int, str | None, int | None]] = set()
         self.labels_are_launchers = False
         self.offset = -1  # of the line being read
-        self.shm_frame_line = 0  # the last traceback frame inside shared-memory code
+        self.shm_frame: tuple[int, str] = (0, "")  # the last traceback frame inside shared-memory code
 
 
 def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
@@ -327,11 +329,13 @@ def _record(
         state.failure_section, state.failure_block = fields["section"], {}
         return
     if pattern.kind == "shm_frame":
-        state.shm_frame_line = number
+        state.shm_frame = (number, text[:MAX_TEXT_CHARS])
         return
     kind = pattern.kind
-    if kind == "disk_full" and state.shm_frame_line and number - state.shm_frame_line <= _FRAME_REACH:
+    frame_line, frame = state.shm_frame
+    if kind == "disk_full" and frame_line and number - frame_line <= _FRAME_REACH:
         kind = "shm_exhausted"  # the errno came from shared-memory code: /dev/shm is what is full
+        fields = {**fields, FRAME_LINE: str(frame_line), FRAME: frame}  # the line that shows it
     event = Event(
         kind=kind,
         source=state.source,
@@ -378,6 +382,9 @@ def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
             state.keyed[key] = event
         return
     existing.count += 1
+    if existing.count == 2 and event.kind in _KEEP_SECOND:
+        event.fields[AGAIN] = "1"
+        state.keyed[(*key, AGAIN)] = event
     if event.kind == "progress" and elapsed_seconds(event.fields) < elapsed_seconds(existing.fields):
         return  # a bar is kept at its longest-running state, not its last redraw
     if event.kind in _KEEP_LATEST:

@@ -63,6 +63,7 @@ def build_topology(scans: Iterable[FileScan], by_kind: ByKind) -> Topology:
     sizes = [int(e.fields["size"]) for e in by_kind.get("pg_init", ())]
     sizes += [int(e.fields["nranks"]) for e in by_kind.get("comm_rank", ())]
     sizes += [int(e.fields["expected"]) for e in by_kind.get("rendezvous", ()) if "expected" in e.fields]
+    sizes += [int(e.fields["world"]) for e in by_kind.get("ddp_member", ())]  # Lightning's `MEMBER: 3/8`
     world = max(sizes, default=0)
     _learn_from_lines(topology, by_kind, world)
     ranks_seen = {e.rank for events in by_kind.values() for e in events if e.rank is not None}
@@ -184,6 +185,8 @@ def _framework(scans: list[FileScan], by_kind: ByKind) -> str | None:
     found = set().union(*(scan.frameworks for scan in scans)) if scans else set()
     if any("local_rank" in e.fields for events in by_kind.values() for e in events):
         found.add("torchrun")
+    if "ddp_member" in by_kind:  # only Lightning announces `GLOBAL_RANK: r, MEMBER: m/N`
+        found.add("PyTorch Lightning")
     for name in _FRAMEWORK_ORDER:
         if name in found:
             return name if name != "torchrun" else "PyTorch (torchrun)"

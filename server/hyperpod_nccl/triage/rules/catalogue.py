@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from hyperpod_nccl.models import Category, Finding, Status
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import NCCL_RAISED, Meaning, cuda_oom_figures
-from hyperpod_nccl.triage.findings import decisive, event_ranks, evidence, listed, scope
+from hyperpod_nccl.triage.findings import decisive, event_ranks, listed, quoted, scope
 from hyperpod_nccl.triage.model import Group, Incident
 from hyperpod_nccl.triage.root_cause import Candidate
 from hyperpod_nccl.triage.rules.fabric import never_worked
@@ -68,7 +68,7 @@ def catalogue_finding(group: Group, incident: Incident) -> Finding:
         detail=detail + ("" if detail.endswith(".") else "."),
         ranks=listed(ranks),
         nodes=nodes[:16],
-        evidence=[evidence(e, incident.topology) for e in decisive(events, incident.clock)],
+        evidence=quoted(decisive(events, incident.clock), incident.topology),
     )
 
 

@@ -19,7 +19,7 @@ from collections import Counter
 
 from hyperpod_nccl.models import Category, Finding, Priority, Status
 from hyperpod_nccl.rankset import compress
-from hyperpod_nccl.triage.events import Event
+from hyperpod_nccl.triage.events import AGAIN, Event
 from hyperpod_nccl.triage.findings import evidence
 from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
@@ -42,8 +42,10 @@ def members_missing(incident: Incident) -> Outcome:
     last = max(members, key=lambda e: (e.source, e.line))
     announced = Counter[int]()
     for event in members:
-        announced[int(event.fields["global_rank"])] += event.count
+        if AGAIN not in event.fields:  # its count already holds the line kept again
+            announced[int(event.fields["global_rank"])] += event.count
     twice = sorted(rank for rank, times in announced.items() if times > 1)
+    quoted = [min(members, key=lambda e: (e.source, e.line)), last]
     title = f"Only {len(joined)} of {world} processes joined the process group, and the logs stop there"
     detail = (
         "The others never announced themselves: they were not started (a batch script running "
@@ -51,6 +53,9 @@ def members_missing(incident: Incident) -> Outcome:
         "not start on their nodes. The processes that did start wait at init until the timeout."
     )
     if twice:
+        quoted = sorted(
+            (e for e in members if int(e.fields["global_rank"]) == twice[0]), key=lambda e: (e.source, e.line)
+        )[:2]
         title = (
             f"Global ranks {compress(twice)} joined twice and {world - len(joined)} of {world} never: "
             "several nodes took the same node rank"
@@ -68,9 +73,7 @@ def members_missing(incident: Incident) -> Outcome:
         title=title,
         reference="debugging-guide.md § 7",
         detail=detail,
-        evidence=[
-            evidence(e, incident.topology) for e in [min(members, key=lambda e: (e.source, e.line)), last]
-        ],
+        evidence=[evidence(e, incident.topology) for e in quoted],
     )
     return blamed(
         incident,
