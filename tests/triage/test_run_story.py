@@ -99,3 +99,17 @@ def test_one_hostname_on_two_addresses_is_counted_as_two_nodes(tmp_path: Path) -
     job = triage(tmp_path, {"mpirun.out": "\n".join(lines) + "\n"}).job
     assert job.nodes == 2
     assert any("gpuhost names 2 machines" in note for note in job.notes), job.notes
+
+
+_SPAWN_KILL = "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL\n"
+
+
+def test_on_one_machine_a_spawned_process_index_is_its_rank(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"train.log": "Traceback (most recent call last):\n" + _SPAWN_KILL})
+    assert report.root_cause and report.root_cause.culprit_ranks == [1], describe(report)
+
+
+def test_a_local_rank_is_no_global_rank_in_a_launch_across_nodes(tmp_path: Path) -> None:
+    launch = "torchrun --nnodes=2 --nproc_per_node=4 --node_rank=1 train.py\n"
+    report = triage(tmp_path, {"train.log": launch + _SPAWN_KILL})
+    assert report.root_cause and report.root_cause.culprit_ranks == [], describe(report)

@@ -208,6 +208,7 @@ def build_incident(
 ) -> Incident:
     """Topology, clock, rank states, verdict and index, each computed once."""
     events = [event for scan in scans for event in scan.events]
+    _one_machine_local_ranks(scans, events)
     by_kind: dict[str, list[Event]] = {}
     for event in events:
         by_kind.setdefault(event.kind, []).append(event)
@@ -227,6 +228,22 @@ def build_incident(
         seen |= source.ranks
     verdict = classify(states, topology.world, seen, unread=reading.unread_ranks, known=topology.world_known)
     return Incident(scans, index, topology, clock, states, verdict, reading, sources)
+
+
+def _one_machine_local_ranks(scans: list[FileScan], events: list[Event]) -> None:
+    """On one machine, a worker's local rank is its global rank (`torch.multiprocessing.spawn`:
+    `process 1 terminated with signal SIGKILL`): used only when no line names a global rank, a
+    launcher label, a second host or a launch across several nodes."""
+    hosts = {host for scan in scans if not scan.storage for host in scan.hosts}
+    if len(hosts) > 1 or any(
+        e.rank is not None or "task" in e.fields or (e.kind == "launch_nodes" and int(e.fields["nodes"]) > 1)
+        for e in events
+    ):
+        return
+    for event in events:
+        if "local_rank" in event.fields:
+            event.rank = int(event.fields["local_rank"])
+            event.fields["rank_from"] = "local_rank"
 
 
 def rules_of(incident: Incident, base: Sequence[Rule]) -> list[Rule]:
