@@ -788,7 +788,8 @@ def test_a_timeout_after_training_ended_means_the_ranks_took_different_paths(tmp
             "other processes to avoid zombies",
             [2],
         ),
-        ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL", []),
+        # one machine, no other rank named: spawn's process index is the rank
+        ("torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL", [1]),
         (
             "[2024-02-09 09:09:15,172] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python3', '-u', "
             "'train.py', '--local_rank=0'] exits with return code = -9",
