@@ -184,9 +184,7 @@ def _emit_block(
         report.truncated.append((base, truncated_by))
     with memoryview(block) as whole, whole[:end] as lines:
         hits = find_hits(lines)
-    found_at: dict[int, set[int]] = {}
-    for offset, what in hits:
-        found_at.setdefault(block.rfind(b"\n", 0, offset) + 1, set()).add(what)
+    found_at = _by_line(block, end, hits)
     starts = sorted(found_at.keys() | _head_starts(block, end) if is_head else found_at)
     before, total = _newlines_before(block, end, starts)
     for start, newlines in zip(starts, before, strict=True):
@@ -198,6 +196,20 @@ def _emit_block(
         yield base + newlines, decode(block[start:line_end])
     report.lines += total
     report.tail = _tail_of(block, end, report.lines)
+
+
+def _by_line(block: bytes | bytearray, end: int, hits: list[tuple[int, int]]) -> dict[int, set[int]]:
+    """Line start → what was found on the line. Hits come in offset order, several to a line: each
+    line is looked up once, at its first hit (a dated-line hit may come out of order)."""
+    found_at: dict[int, set[int]] = {}
+    line_start, line_end, found = -1, -1, set()
+    for offset, what in hits:
+        if not line_start <= offset < line_end:
+            line_start = block.rfind(b"\n", 0, offset) + 1
+            line_end = block.find(b"\n", offset, end)
+            found = found_at.setdefault(line_start, set())
+        found.add(what)
+    return found_at
 
 
 def _newlines_before(block: bytes | bytearray, end: int, starts: list[int]) -> tuple[list[int], int]:
