@@ -92,30 +92,20 @@ def nccl_init_stalled(incident: Incident) -> Outcome:
     at_info_level = incident.index.kind("net_addr")  # NCCL's bootstrap lines: NCCL_DEBUG=INFO was on
     if not (started and at_info_level) or incident.index.kind(*_LATER_PHASE) or incident.groups:
         return Outcome()
-    last = max(incident.events, key=lambda e: (e.source, e.line))
-    finding = Finding(
-        id=INIT_STALLED_ID,
-        status=Status.WARN,
-        priority=Priority.P1,
-        title="NCCL began setting up its communicator and never logged Init COMPLETE: the logs stop there",
+    # Peer access is a property of the machine: a job on one node names it.
+    only_node = list(incident.topology.nodes) if len(incident.topology.nodes) == 1 else []
+    return _logs_stop_here(
+        incident,
+        INIT_STALLED_ID,
+        "NCCL began setting up its communicator and never logged Init COMPLETE: the logs stop there",
         reference="debugging-guide.md § 19",
         detail="With NCCL_DEBUG=INFO every rank prints `Init COMPLETE` once connected. A hang here is "
         "usually peer access between the GPUs of a node (IOMMU or PCIe ACS: rerun with NCCL_P2P_DISABLE=1 "
         "to tell) or the network to the other nodes.",
-        evidence=[evidence(e, incident.topology) for e in _distinct(incident.first(started), last)],
-    )
-    # Peer access is a property of the machine: a job on one node names it.
-    only_node = list(incident.topology.nodes) if len(incident.topology.nodes) == 1 else []
-    finding.nodes = only_node
-    return blamed(
-        incident,
-        finding,
+        began=incident.first(started),
+        last=max(incident.events, key=lambda e: (e.source, e.line)),
         category=Category.CONFIG,
         weight=40,
-        title=finding.title,
-        ranks=[],
-        first=last,
-        confidence="low",
         nodes=only_node,
     )
 
@@ -127,27 +117,56 @@ def process_group_stalled(incident: Incident) -> Outcome:
     later = incident.index.kind(*_LATER_PHASE, "ddp_member", "nccl_version")
     if not forming or later or incident.groups:
         return Outcome()
-    last = max(forming, key=lambda e: (e.source, e.line))
-    finding = Finding(
-        id=FORMING_STALLED_ID,
-        status=Status.WARN,
-        priority=Priority.P1,
-        title="The processes began forming the process group and the logs stop there",
+    return _logs_stop_here(
+        incident,
+        FORMING_STALLED_ID,
+        "The processes began forming the process group and the logs stop there",
         reference="debugging-guide.md § 7",
         detail="Nothing after the process-group setup: if the job hung here, the processes never all met. "
         "Check that every node started its processes and that all use one MASTER_ADDR, one MASTER_PORT "
         "(a port of 0 or one differing per node never meets) and one world size.",
-        evidence=[evidence(e, incident.topology) for e in _distinct(incident.first(forming), last)],
+        began=incident.first(forming),
+        last=max(forming, key=lambda e: (e.source, e.line)),
+        category=Category.RENDEZVOUS,
+        weight=36,
+    )
+
+
+def _logs_stop_here(
+    incident: Incident,
+    id_: str,
+    title: str,
+    *,
+    reference: str,
+    detail: str,
+    began: Event | None,
+    last: Event,
+    category: Category,
+    weight: int,
+    nodes: list[str] | None = None,
+) -> Outcome:
+    """A phase that began and never ended, where the logs stop: a warning, and a low-confidence
+    guess at the cause when nothing else explains the run."""
+    finding = Finding(
+        id=id_,
+        status=Status.WARN,
+        priority=Priority.P1,
+        title=title,
+        reference=reference,
+        detail=detail,
+        nodes=nodes or [],
+        evidence=[evidence(e, incident.topology) for e in _distinct(began, last)],
     )
     return blamed(
         incident,
         finding,
-        category=Category.RENDEZVOUS,
-        weight=36,
-        title=finding.title,
+        category=category,
+        weight=weight,
+        title=title,
         ranks=[],
         first=last,
         confidence="low",
+        nodes=nodes,
     )
 
 
