@@ -275,6 +275,14 @@ def _network(facts: Facts) -> list[SuggestedCommand]:
         kernel_log(
             facts, "grep -iE 'link (down|up)|pcie bus error|efa|mlx5'", "NIC link flaps and PCIe errors"
         ),
+        suggest_chain(
+            list(on_node(facts, "ibv_devinfo")),
+            "|",
+            "grep -E 'hca_id|state|active_mtu'",
+            why="each RDMA port's state and MTU (EFA and InfiniBand): one not PORT_ACTIVE is the fault"
+            + _where(facts),
+            permission=_SHELL_ON_NODE,
+        ),
         exclude_node(facts, "rerun without the suspect node to prove or clear it"),
     ]
 
