@@ -467,8 +467,19 @@ def _limits(facts: Facts) -> list[SuggestedCommand]:
 
 
 def _shm(facts: Facts) -> list[SuggestedCommand]:
-    found = [on_node_check(facts, "df -h /dev/shm", "the size and use of /dev/shm")]
+    found = [
+        on_node_check(facts, "df -h /dev/shm", "the size and use of /dev/shm (inside the container, if any)")
+    ]
     if not facts.kubernetes:  # a pod's /dev/shm is an emptyDir in its spec, not a flag
+        found.append(
+            suggest(
+                "docker inspect --format '{{.HostConfig.ShmSize}} {{.HostConfig.IpcMode}}'",
+                placeholder("container"),
+                why="in a container: the /dev/shm size it was started with (67108864 is Docker's 64 MB "
+                "default) and whether it shares the host's (ipc host)",
+                permission="docker on the host",
+            )
+        )
         found.append(
             suggest(
                 "docker run --ipc=host --ulimit memlock=-1 --ulimit stack=67108864",

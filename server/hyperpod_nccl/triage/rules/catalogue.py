@@ -54,6 +54,8 @@ def catalogue_finding(group: Group, incident: Incident) -> Finding:
     detail = f"Seen {lines} time{'s' if lines > 1 else ''}" + (
         f" on {scope(ranks, nodes)}" if ranks or nodes else ""
     )
+    if lines > len(events):
+        detail += " (the first line of each rank and kind is quoted)"
     first = incident.first(events)
     if meaning.id == "triage.gpu.cuda_oom" and first is not None and "tried" in first.fields:
         detail += f"; {cuda_oom_figures(first)}"
