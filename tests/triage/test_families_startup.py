@@ -115,3 +115,19 @@ def test_nccl_stalled_before_init_complete_on_one_node_names_that_node(tmp_path:
     assert finding.status in (Status.FAIL, Status.WARN)
     commands = [c.command for c in finding.suggested_commands]
     assert any("iommu" in c for c in commands) and "export NCCL_P2P_DISABLE=1" in commands, commands
+
+
+@pytest.mark.parametrize(
+    "path", ["my_out/checkpoints/checkpoint_0.pt", "/fsx/run 7/ckpt/step_1200.pt"], ids=["relative", "spaces"]
+)
+def test_a_checkpoint_file_torch_save_could_not_create_is_storage(tmp_path: Path, path: str) -> None:
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 88, in <module>\n'
+        "    torch.save(state, path)\n"
+        f"RuntimeError: File {path} cannot be opened.\n"
+    )
+    report = triage(tmp_path, {"train.log": trace})
+    assert cause(report)[0] == Category.STORAGE_IO, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.storage.checkpoint_unwritable")
+    assert [c.command for c in finding.suggested_commands] == ["df -h"]

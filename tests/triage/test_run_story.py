@@ -113,3 +113,25 @@ def test_a_local_rank_is_no_global_rank_in_a_launch_across_nodes(tmp_path: Path)
     launch = "torchrun --nnodes=2 --nproc_per_node=4 --node_rank=1 train.py\n"
     report = triage(tmp_path, {"train.log": launch + _SPAWN_KILL})
     assert report.root_cause and report.root_cause.culprit_ranks == [], describe(report)
+
+
+def test_a_dated_failure_reads_the_kernel_journal_around_it_not_one_boots_dmesg(tmp_path: Path) -> None:
+    text = (
+        "slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of your "
+        "processes may have been killed by the cgroup out-of-memory handler.\n"
+        "srun: error: gpu20-15: task 0: Out Of Memory\n"
+        "slurmstepd-gpu20-15: error: *** STEP 9411285.0 ON gpu20-15 CANCELLED AT 2022-05-17T17:58:10 ***\n"
+    )
+    report = triage(tmp_path, {"slurm-9411285.out": text})
+    commands = [c.command for f in report.findings for c in f.suggested_commands]
+    journal = [c for c in commands if "journalctl" in c]
+    assert journal and journal[0].startswith(
+        "ssh gpu20-15 sudo journalctl -k --since '2022-05-17 17:43' --until '2022-05-17 18:03' | grep"
+    ), commands
+    assert not any("dmesg" in c for c in commands), commands
+
+
+def test_an_undated_failure_reads_dmesg(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"train.log": "Traceback (most recent call last):\n" + _SPAWN_KILL})
+    commands = [c.command for f in report.findings for c in f.suggested_commands]
+    assert any(c.startswith("sudo dmesg -T | grep") for c in commands), commands

@@ -186,6 +186,9 @@ LogFileName = _identifier(
     "log-file",
     "A log file, relative to the folder the triage read.",
 )
+JournalTime = _identifier(
+    r"\d{4}-\d\d-\d\d \d\d:\d\d", "journal time", "2026-03-02 10:15", "time", "A time journalctl reads."
+)
 LineNumber = _identifier(r"[1-9]\d{0,9}", "line number", "4521", "line", "A 1-based line number.")
 BundleFileName = _identifier(
     r"[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.(tar\.gz|tgz)",

@@ -19,6 +19,7 @@ from hyperpod_nccl.guard.validate import (
     ClusterName,
     HostAddress,
     InstanceId,
+    JournalTime,
     KubeNodeName,
     LineNumber,
     LogFileName,
@@ -77,12 +78,32 @@ def sacct(facts: Facts, columns: LiteralString, why: str) -> list[SuggestedComma
 
 
 def kernel_log(facts: Facts, grep: LiteralString, why: str) -> SuggestedCommand:
-    """`dmesg -T` on the node, filtered by `grep` (shell text we wrote, e.g. `grep -iE 'xid|sxid'`)."""
+    """The node's kernel log filtered by `grep` (shell text we wrote, e.g. `grep -iE 'xid|sxid'`):
+    the journal around the failure when the logs date it (dmesg forgets it at the next reboot),
+    else `dmesg -T`."""
+    if facts.window is None:
+        return suggest_chain(
+            list(on_node(facts, "sudo dmesg -T")),
+            "|",
+            grep,
+            why=why + _where(facts),
+            permission=_ROOT_ON_NODE,
+        )
+    since, until = facts.window
     return suggest_chain(
-        list(on_node(facts, "sudo dmesg -T")),
+        list(
+            on_node(
+                facts,
+                "sudo journalctl -k --since",
+                value(JournalTime, since),
+                "--until",
+                value(JournalTime, until),
+            )
+        ),
         "|",
         grep,
-        why=why + _where(facts),
+        why=why + _where(facts) + " (the journal keeps them across reboots; the window is the log's clock: "
+        "widen it if the node keeps another time zone)",
         permission=_ROOT_ON_NODE,
     )
 
@@ -947,6 +968,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.storage.lustre_evicted": _lustre,
     "triage.storage.disk_full": _disk_full,
     "triage.storage.short_write": _disk_full,
+    "triage.storage.checkpoint_unwritable": _disk_full,
     "triage.config.first_contact": _first_contact,
     "triage.storage.ais_lost_objects": _aistore,
     "triage.storage.ais_stream_broken": _aistore,

@@ -34,6 +34,9 @@ class Facts:
     ended: bool = False  # the logs say the job's processes ended: their pids name nothing now
     addresses: tuple[str, ...] = ()  # the IPv4 addresses NCCL bootstrapped from on the finding's nodes
     quoted: tuple[Quoted, ...] = ()  # the finding's evidence lines, first first
+    # Around the finding's first dated line, as the log's clock wrote it: (since, until) for
+    # journalctl, which keeps the kernel's messages across reboots where dmesg keeps one boot.
+    window: tuple[str, str] | None = None
 
     @property
     def node(self) -> str | None:

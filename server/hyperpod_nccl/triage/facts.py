@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from hyperpod_nccl.models import Finding
 from hyperpod_nccl.next_steps import Facts, Quoted
@@ -33,6 +34,7 @@ class JobFacts:
     instance_ids: dict[str, str]  # node → instance id
     store_host: str | None
     ended: bool  # a line says the processes ended
+    dated: dict[tuple[str, int], datetime]  # (source, line) → when, for lines whose year is known
 
 
 def job_facts(incident: Incident) -> JobFacts:
@@ -49,8 +51,9 @@ def job_facts(incident: Incident) -> JobFacts:
     instances = {node: address for address, node in topology.addr_node.items() if _INSTANCE.match(address)}
     # kubectl's own output: `--timestamps` (the one UTC stamp), or a pod's eviction.
     kubernetes = any(scan.utc_stamps for scan in incident.scans) or bool(incident.index.kind("evicted"))
+    dated = {(e.source, e.line): moment for e in incident.events if (moment := incident.at(e)) is not None}
     return JobFacts(
-        slurm, kubernetes, job_id, pids, instances, _store_host(incident), processes_ended(incident)
+        slurm, kubernetes, job_id, pids, instances, _store_host(incident), processes_ended(incident), dated
     )
 
 
@@ -89,7 +92,31 @@ def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
         ended=job.ended,
         addresses=_bootstrap_addresses(incident, nodes),
         quoted=tuple(Quoted(e.source, e.line) for e in finding.evidence if e.line is not None),
+        window=_window(finding, job),
     )
+
+
+_BEFORE, _AFTER = timedelta(minutes=15), timedelta(minutes=5)
+
+
+_NEAR = 50  # lines: an undated line takes the time of a dated one this close in its own file
+
+
+def _window(finding: Finding, job: JobFacts) -> tuple[str, str] | None:
+    """Around the earliest dated line the finding quotes, or the dated line nearest to its first
+    quoted line in the same file (Slurm's OOM lines carry no time; its CANCELLED line does)."""
+    quoted = [(e.source, e.line) for e in finding.evidence if e.line is not None]
+    moments = [m for key in quoted if (m := job.dated.get(key))]
+    if not moments and quoted:
+        source, line = quoted[0]
+        near = [
+            (abs(at - line), m) for (s, at), m in job.dated.items() if s == source and abs(at - line) <= _NEAR
+        ]
+        moments = [min(near)[1]] if near else []
+    if not moments:
+        return None
+    first = min(moments)
+    return (f"{first - _BEFORE:%Y-%m-%d %H:%M}", f"{first + _AFTER:%Y-%m-%d %H:%M}")
 
 
 _MAX_ADDRESSES = 4

@@ -373,6 +373,14 @@ _SIMPLE: dict[str, Meaning] = {
         70,
         "debugging-guide.md § 14",
     ),
+    "checkpoint_unwritable": _fail(
+        "triage.storage.checkpoint_unwritable",
+        "torch.save could not create its file: the directory is missing or not writable, or the volume "
+        "is full",
+        C.STORAGE_IO,
+        70,
+        "debugging-guide.md § 14",
+    ),
     "disk_full": _fail(
         "triage.storage.disk_full",
         "A write failed: the disk or volume is full (No space left on device / quota)",

@@ -404,6 +404,9 @@ CONFIG = (
         ),
         r"^(?!.*(?:/dev/shm|torch_\d|shm))",
     ),
+    # torch.save's zip writer failing to open its file (`RuntimeError: File ckpt/step_0.pt cannot be
+    # opened.`): only the writer words it so; a missing or read-only directory, or a full volume.
+    _p("checkpoint_unwritable", "cannot be opened", r"File (?P<path>.+?) cannot be opened\.?$"),
     # A write the storage cut short without saying why (`write error: wrote 39776036 blocks instead of
     # 41251350`, `short write`): a volume that filled up or a device that is failing.
     _p("short_write", ("blocks instead of", "short write", "Short write")),
