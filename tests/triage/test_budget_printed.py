@@ -36,6 +36,9 @@ def test_the_cli_prints_at_most_8_kb_of_json_for_1024_ranks(job_of_1024_ranks: P
     assert len(printed.stdout) <= EIGHT_KB, f"{len(printed.stdout)} bytes printed"
     report = Report.model_validate_json(printed.stdout)
     assert report.root_cause is not None and report.root_cause.culprit_ranks == [777]
+    assert report.job and report.job.rank_map[0].startswith(f"{report.root_cause.culprit_nodes[0]}: "), (
+        "the trimmed rank map still shows the culprit's node"
+    )
     assert all(OMISSION.match(entry) for entry in report.omitted), report.omitted
     assert printed.stdout.decode() == render_json(report) + "\n"
     lead = next(f for f in report.findings if f.id == report.root_cause.finding)

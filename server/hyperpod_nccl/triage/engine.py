@@ -115,7 +115,12 @@ def analyse(
         timeline=build_timeline(incident, culprits),
         skipped=incident.reading.skipped,
         # after the timeline: the clock's notes say what was dated
-        job=describe_run(job_summary(incident, job.job_id), incident, cause is not None, context.final),
+        job=describe_run(
+            job_summary(incident, job.job_id, cause.culprit_nodes if cause else ()),
+            incident,
+            cause is not None,
+            context.final,
+        ),
         rank_states=rank_state_groups(incident),
         activity=rank_activity(incident, culprits, reader),
     )

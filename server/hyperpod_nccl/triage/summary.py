@@ -124,10 +124,15 @@ def pci_bus(text: str, *, nccl: bool = False) -> str:
     return parts[1].lower() if len(parts) >= 3 else parts[0].lower()
 
 
-def job_summary(incident: Incident, job_id: str | None = None) -> JobSummary:
-    """Call after the timeline is built: the clock's notes say which stamps were dated."""
+def job_summary(
+    incident: Incident, job_id: str | None = None, culprit_nodes: Iterable[str] = ()
+) -> JobSummary:
+    """Call after the timeline is built: the clock's notes say which stamps were dated. The rank map
+    lists the culprits' nodes first, so a trimmed map still shows them."""
     topology = incident.topology
     per_node = _ranks_per_node(topology)
+    first = [node for node in culprit_nodes if node in per_node]
+    per_node = {node: per_node[node] for node in [*first, *(n for n in per_node if n not in first)]}
     counts = Counter(len(ranks) for ranks in per_node.values())
     shared = incident.shared_hostnames
     return JobSummary(
