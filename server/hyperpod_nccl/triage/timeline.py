@@ -100,10 +100,19 @@ def entry(event: Event, clock: Clock, text: str) -> TimelineEvent:
 
 
 def ordered(entries: list[TimelineEvent], limit: int) -> list[TimelineEvent]:
-    """Chronological; entries without a time keep their place at the end."""
-    timed = sorted((e for e in entries if e.time), key=lambda e: e.time or "")
-    untimed = [e for e in entries if not e.time]
-    return (timed + untimed)[:limit]
+    """Chronological. An entry without a time goes before the first timed entry that follows it in
+    its own file (Slurm's undated OOM lines before its dated CANCELLED line), else at the end."""
+    result = sorted((e for e in entries if e.time), key=lambda e: e.time or "")
+    for untimed in (e for e in entries if not e.time):
+        source, line = _place(untimed)
+        later = (i for i, e in enumerate(result) if e.time and _place(e)[0] == source and _place(e)[1] > line)
+        result.insert(next(later, len(result)), untimed)
+    return result[:limit]
+
+
+def _place(entry: TimelineEvent) -> tuple[str, int]:
+    source, _, line = entry.source.rpartition(":")
+    return (source, int(line)) if line.isdigit() else (entry.source, 0)
 
 
 TIMELINE_LIMIT = 12
