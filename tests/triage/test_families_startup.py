@@ -131,3 +131,45 @@ def test_a_checkpoint_file_torch_save_could_not_create_is_storage(tmp_path: Path
     assert cause(report)[0] == Category.STORAGE_IO, describe(report)
     finding = next(f for f in report.findings if f.id == "triage.storage.checkpoint_unwritable")
     assert [c.command for c in finding.suggested_commands] == ["df -h"]
+
+
+@pytest.mark.parametrize(
+    ("line", "category", "ranks"),
+    [
+        (
+            "[E ProcessGroupGloo.cpp:138] Rank 1 successfully reached monitoredBarrier, but received errors "
+            "while waiting for send/recv from rank 0. Please check rank 0 logs for faulty rank.",
+            Category.UNKNOWN,
+            [0],
+        ),
+        (
+            "RuntimeError: [Rank 0]: Ranks 1, 3 failed to pass monitoredBarrier in 30000 ms",
+            Category.DATA_LOADING_STALL,
+            [1, 3],
+        ),
+        (
+            "RuntimeError: [Rank 0]: Rank 5 failed to pass monitoredBarrier in 1800000 ms",
+            Category.DATA_LOADING_STALL,
+            [5],
+        ),
+    ],
+    ids=["peer-failed", "two-late", "one-late"],
+)
+def test_a_monitored_barrier_names_the_ranks_it_waited_for_not_the_one_reporting(
+    tmp_path: Path, line: str, category: Category, ranks: list[int]
+) -> None:
+    report = triage(tmp_path, {"train.log": line + "\n"})
+    assert cause(report)[:2] == (category, ranks), describe(report)
+
+
+@pytest.mark.parametrize(
+    "why",
+    ["Memory required by task is not available", "Requested node configuration is not available"],
+)
+def test_a_step_slurm_refused_is_configuration_with_the_jobs_allocation_to_read(
+    tmp_path: Path, why: str
+) -> None:
+    report = triage(tmp_path, {"train.out": f"srun: error: Unable to create step for job 1234: {why}\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.config.slurm_step_refused")
+    assert [c.command for c in finding.suggested_commands] == ["scontrol show job 1234"]

@@ -356,6 +356,17 @@ def _rendezvous(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _step_refused(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "scontrol show job",
+            value(SlurmJobId, facts.job_id),
+            why="what the job was allocated (TRES: memory, GPUs, CPUs per node) against what the step asked",
+            permission=_SLURM_USER,
+        )
+    ]
+
+
 def _members_missing(facts: Facts) -> list[SuggestedCommand]:
     return [
         *_rendezvous(facts),
@@ -983,6 +994,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.nccl_init_stalled": _init_stalled,
     "triage.config.shm": _shm,
     "triage.config.members_missing": _members_missing,
+    "triage.config.slurm_step_refused": _step_refused,
     "triage.config.ib_local_protection": _ib_protection,
     "triage.infra.time_limit": _time_limit,
     "triage.infra.node_failure": _node_lost,

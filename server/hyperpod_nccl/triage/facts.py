@@ -18,7 +18,7 @@ from hyperpod_nccl.triage.run import processes_ended
 _SLURM_OUT = re.compile(r"(?:^|/)slurm-(\d{1,12})(?:_\d{1,9})?(?:\.\d+)?\.(?:out|err|log)(?:\.gz)?$")
 _NAMED_OUT = re.compile(r"(?:^|/)[A-Za-z][\w.]*?-(\d{2,12})-\d{1,6}\.(?:out|err|log)(?:\.gz)?$")
 _STEP_ID = re.compile(r"StepId=(\d{1,12})")
-_SLURM_KINDS = ("srun_task", "slurm_cancel", "slurm_failed")
+_SLURM_KINDS = ("srun_task", "slurm_cancel", "slurm_failed", "slurm_step_refused")
 _PORT = re.compile(r"(?:\]:|port:? |port=|on port )(\d{2,5})\b")
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
 
@@ -62,6 +62,7 @@ def _job_ids_in_lines(incident: Incident) -> list[str]:
         e.fields["job"].split(".", 1)[0] for e in incident.index.kind("slurm_cancel") if "job" in e.fields
     ]
     found += [m.group(1) for e in incident.index.kind("oom_killed") if (m := _STEP_ID.search(e.text))]
+    found += [e.fields["job"] for e in incident.index.kind("slurm_step_refused")]
     return [job for job in found if job.isdigit()]
 
 

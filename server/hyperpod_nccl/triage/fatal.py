@@ -373,6 +373,14 @@ _SIMPLE: dict[str, Meaning] = {
         70,
         "debugging-guide.md § 14",
     ),
+    "slurm_step_refused": _fail(
+        "triage.config.slurm_step_refused",
+        "Slurm refused to start the job step: it asks for more memory, GPUs or CPUs than the allocation "
+        "or the nodes hold",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 16",
+    ),
     "checkpoint_unwritable": _fail(
         "triage.storage.checkpoint_unwritable",
         "torch.save could not create its file: the directory is missing or not writable, or the volume "
@@ -877,6 +885,27 @@ def exit_code(event: Event) -> int | None:
 _SIGNAL_NUMBERS = {"SIGABRT": 6, "SIGBUS": 7, "SIGKILL": 9, "SIGSEGV": 11, "SIGTERM": 15}
 
 
+def _monitored_barrier(event: Event) -> Meaning:
+    return _BARRIER_PEER_FAILED if "peer" in event.fields else _BARRIER_MISSED
+
+
+_BARRIER_MISSED = _fail(
+    "triage.nccl.barrier_missed",
+    "Ranks never reached the monitored barrier while the others waited (stuck outside the collective, "
+    "or dead): their own logs say where",
+    C.DATA_LOADING_STALL,
+    58,
+    "debugging-guide.md § 1",
+)
+_BARRIER_PEER_FAILED = _fail(
+    "triage.nccl.barrier_peer_failed",
+    "A rank's connection failed at the monitored barrier: the rank it names exited or failed first",
+    C.UNKNOWN,
+    56,
+    "debugging-guide.md § 1",
+)
+
+
 def _worker_exit(event: Event) -> Meaning:
     code = exit_code(event)
     if code == -9:
@@ -1039,6 +1068,7 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "xid": _xid,
     "sxid": _sxid,
     "worker_exit": _worker_exit,
+    "monitored_barrier": _monitored_barrier,
     "srun_task": _srun_task,
     "slurm_cancel": _slurm_cancel,
     "exception": _exception,

@@ -87,6 +87,9 @@ def event_ranks(event: Event) -> set[int]:
     """The ranks an event concerns: its own, or the task list of an srun exit line."""
     if event.kind == "srun_task" and "tasks" in event.fields:
         return set(srun_tasks(event.fields["tasks"]))
+    if event.kind == "monitored_barrier":  # the ranks it names, not the rank that reports them
+        named = event.fields.get("late") or event.fields.get("peer", "")
+        return {int(rank) for rank in named.replace(" ", "").split(",") if rank}
     return {event.rank} if event.rank is not None else set()
 
 

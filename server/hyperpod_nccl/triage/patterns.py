@@ -60,6 +60,14 @@ _ENQ_COMP = (
 _SIZE = r"[\d.]+ ?[KMGT]?i?B|\d+ bytes"
 
 NCCL_STATE = (
+    # torch.distributed.monitored_barrier (Gloo; TORCH_DISTRIBUTED_DEBUG=DETAIL runs one at init):
+    # rank 0 names the ranks that never arrived, or a rank names the peer whose send/recv failed.
+    _p(
+        "monitored_barrier",
+        ("failed to pass monitoredBarrier", "received errors while waiting for send/recv from rank"),
+        r"Ranks? (?P<late>\d+(?:, ?\d+)*) failed to pass monitoredBarrier"
+        r"|waiting for send/recv from rank (?P<peer>\d+)",
+    ),
     _p(
         "wd_timeout",
         "Watchdog caught collective operation timeout",
@@ -660,6 +668,8 @@ TRANSPORT = (
 )
 
 SCHEDULER = (
+    # srun's refusal to start a step the allocation cannot hold (memory, GPUs, CPUs per task).
+    _p("slurm_step_refused", "Unable to create step for job", r"Unable to create step for job (?P<job>\d+)"),
     _p(
         "slurm_cancel",
         "CANCELLED AT",
