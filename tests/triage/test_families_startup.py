@@ -173,3 +173,37 @@ def test_a_step_slurm_refused_is_configuration_with_the_jobs_allocation_to_read(
     assert cause(report)[0] == Category.CONFIG, describe(report)
     finding = next(f for f in report.findings if f.id == "triage.config.slurm_step_refused")
     assert [c.command for c in finding.suggested_commands] == ["scontrol show job 1234"]
+
+
+@pytest.mark.parametrize(
+    ("line", "signal"),
+    [
+        (
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 4123 got signal: 1",
+            "SIGHUP",
+        ),
+        (
+            "WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down "
+            "workers",
+            "SIGHUP",
+        ),
+        (
+            "WARNING:torch.distributed.elastic.agent.server.api:Received Signals.SIGHUP death signal, "
+            "shutting down workers",
+            "SIGHUP",
+        ),
+        (
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 77 got signal: 15",
+            "SIGTERM",
+        ),
+    ],
+    ids=["exception-1", "received-1", "received-sighup", "exception-15"],
+)
+def test_a_launcher_stopped_from_outside_says_which_signal_and_who_sends_it(
+    tmp_path: Path, line: str, signal: str
+) -> None:
+    report = triage(tmp_path, {"console.log": line + "\n"})
+    assert cause(report)[0] == Category.INFRASTRUCTURE, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.infra.terminated")
+    assert f"received {signal} " in finding.title, finding.title
+    assert ("terminal" in finding.detail) == (signal == "SIGHUP"), finding.detail

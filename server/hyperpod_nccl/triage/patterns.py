@@ -722,7 +722,11 @@ SCHEDULER = (
     _p(
         "sigterm",
         ("SIGTERM", "SignalException", "Received "),
-        r"^(?=.*(?:SIGTERM|SignalException|death signal))(?:.*?(?P<death>death signal))?",
+        # The launcher told to stop: torchrun's `Received 1 death signal` and its `SignalException:
+        # Process 4123 got signal: 15` (the number says which: 1 a closed terminal, 15 a kill).
+        r"^(?=.*(?:SIGTERM|SignalException|death signal))"
+        r"(?:.*?(?P<death>(?:Received (?:(?P<signum>\d+)|Signals\.(?P<signame>SIG\w+)) )?death signal"
+        r"|got signal: (?P<got>\d+)))?",
     ),
 )
 

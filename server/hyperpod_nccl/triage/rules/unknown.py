@@ -130,18 +130,35 @@ def unexplained_failure(incident: Incident) -> Outcome:
     )
 
 
+_SCHEDULER = (
+    "look at the scheduler (scancel, time limit, preemption) or Kubernetes (pod deleted, evicted, node "
+    "drained) for who sent it."
+)
+# The signal a launcher reports, and who usually sends it.
+_SENDERS = {
+    "1": (
+        "SIGHUP",
+        "the terminal or SSH session that started it closed (nohup alone does not shield torchrun: start it "
+        "with sbatch, under tmux or screen, or with setsid).",
+    ),
+    "2": ("SIGINT", "someone pressed Ctrl-C, or a wrapper forwarded an interrupt."),
+    "15": ("SIGTERM", _SCHEDULER),
+}
+
+
 def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
     """The launcher itself was sent SIGTERM before anything failed: someone or something outside the
     job stopped it (scancel, a pod deleted or evicted, a preemption, a time limit)."""
+    named = {"SIGHUP": "1", "SIGINT": "2"}.get(signal.fields.get("signame", ""))
+    number = signal.fields.get("signum") or signal.fields.get("got") or named or "15"
+    name, sender = _SENDERS.get(number, (f"signal {number}", _SCHEDULER))
     finding = Finding(
         id="triage.infra.terminated",
         status=Status.FAIL,
         priority=Priority.P0,
-        title="The job was stopped from outside: its launcher received SIGTERM before any failure showed",
+        title=f"The job was stopped from outside: its launcher received {name} before any failure showed",
         reference="debugging-guide.md § 16",
-        detail="Nothing in the logs failed before the launcher was told to shut down: look at the "
-        "scheduler (scancel, time limit, preemption) or Kubernetes (pod deleted, evicted, node drained) for "
-        "who sent it.",
+        detail=f"Nothing in the logs failed before the launcher was told to shut down: {sender}",
         nodes=[n for n in [signal.node or incident.node_of(signal.rank)] if n],
         evidence=[evidence(signal, incident.topology)],
     )
@@ -150,7 +167,7 @@ def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
         finding,
         category=Category.INFRASTRUCTURE,
         weight=_UNKNOWN_WEIGHT,
-        title="Stopped from outside (the launcher received SIGTERM) before any failure showed",
+        title=f"Stopped from outside (the launcher received {name}) before any failure showed",
         ranks=[],
         first=signal,
         confidence="low",
