@@ -482,8 +482,14 @@ def _scheduler(facts: Facts) -> list[SuggestedCommand]:
     )
 
 
+def _dev_shm_use(facts: Facts) -> SuggestedCommand:
+    return on_node_check(
+        facts, "df -h /dev/shm", "the size and use of /dev/shm (inside the container, if any)"
+    )
+
+
 def _limits(facts: Facts) -> list[SuggestedCommand]:
-    checks = [on_node_check(facts, "df -h /dev/shm", "the size and use of /dev/shm")]
+    checks = [_dev_shm_use(facts)]
     if facts.slurm:
         checks.insert(
             0,
@@ -499,9 +505,7 @@ def _limits(facts: Facts) -> list[SuggestedCommand]:
 
 
 def _shm(facts: Facts) -> list[SuggestedCommand]:
-    found = [
-        on_node_check(facts, "df -h /dev/shm", "the size and use of /dev/shm (inside the container, if any)")
-    ]
+    found = [_dev_shm_use(facts)]
     if not facts.kubernetes:  # a pod's /dev/shm is an emptyDir in its spec, not a flag
         found.append(
             suggest(

@@ -34,7 +34,7 @@ class JobFacts:
     instance_ids: dict[str, str]  # node → instance id
     store_host: str | None
     ended: bool  # a line says the processes ended
-    dated: dict[tuple[str, int], datetime]  # (source, line) → when, for lines whose year is known
+    dated: dict[str, dict[int, datetime]]  # source → line → when, for lines whose year is known
 
 
 def job_facts(incident: Incident) -> JobFacts:
@@ -51,7 +51,10 @@ def job_facts(incident: Incident) -> JobFacts:
     instances = {node: address for address, node in topology.addr_node.items() if _INSTANCE.match(address)}
     # kubectl's own output: `--timestamps` (the one UTC stamp), or a pod's eviction.
     kubernetes = any(scan.utc_stamps for scan in incident.scans) or bool(incident.index.kind("evicted"))
-    dated = {(e.source, e.line): moment for e in incident.events if (moment := incident.at(e)) is not None}
+    dated: dict[str, dict[int, datetime]] = {}
+    for event in incident.events:
+        if (moment := incident.at(event)) is not None:
+            dated.setdefault(event.source, {})[event.line] = moment
     return JobFacts(
         slurm, kubernetes, job_id, pids, instances, _store_host(incident), processes_ended(incident), dated
     )
@@ -107,12 +110,10 @@ def _window(finding: Finding, job: JobFacts) -> tuple[str, str] | None:
     """Around the earliest dated line the finding quotes, or the dated line nearest to its first
     quoted line in the same file (Slurm's OOM lines carry no time; its CANCELLED line does)."""
     quoted = [(e.source, e.line) for e in finding.evidence if e.line is not None]
-    moments = [m for key in quoted if (m := job.dated.get(key))]
+    moments = [m for source, line in quoted if (m := job.dated.get(source, {}).get(line))]
     if not moments and quoted:
         source, line = quoted[0]
-        near = [
-            (abs(at - line), m) for (s, at), m in job.dated.items() if s == source and abs(at - line) <= _NEAR
-        ]
+        near = [(abs(at - line), m) for at, m in job.dated.get(source, {}).items() if abs(at - line) <= _NEAR]
         moments = [min(near)[1]] if near else []
     if not moments:
         return None
