@@ -207,3 +207,69 @@ def test_a_launcher_stopped_from_outside_says_which_signal_and_who_sends_it(
     finding = next(f for f in report.findings if f.id == "triage.infra.terminated")
     assert f"received {signal} " in finding.title, finding.title
     assert ("terminal" in finding.detail) == (signal == "SIGHUP"), finding.detail
+
+
+def _refused(host: str, device: int, times: int) -> list[str]:
+    return [
+        f"{host}:{200 + device}:{300 + device} [{device}] NCCL INFO Call to connect returned Connection "
+        "refused, retrying"
+    ] * times
+
+
+def test_bootstrap_connects_refused_until_the_log_ends_are_a_group_that_never_formed(tmp_path: Path) -> None:
+    lines = [
+        "node-b:201:201 [1] NCCL INFO Bootstrap : Using eth0:10.0.3.7<0>",
+        "NCCL version 2.7.8+cuda11.0",
+        *_refused("node-b", 1, 5),
+        *_refused("node-b", 3, 4),
+    ]
+    report = triage(tmp_path, {"worker-1.log": "\n".join(lines) + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.config.bootstrap_refused")
+    assert "about 9 s" in finding.title and "node-b" in finding.title, finding.title
+    commands = [c.command for c in finding.suggested_commands]
+    assert "ip -br addr" in commands and any("NCCL_SOCKET_IFNAME" in c for c in commands), commands
+
+
+def test_refused_connects_that_then_complete_are_a_peer_starting_late(tmp_path: Path) -> None:
+    lines = [
+        *_refused("node-b", 0, 2),
+        "node-b:200:300 [0] NCCL INFO comm 0x5581 rank 4 nranks 8 cudaDev 0 busId 1000 - Init COMPLETE",
+        "Epoch 1:  40%|████      | 40/100 [00:20<00:30,  2.00it/s]",
+    ]
+    report = triage(tmp_path, {"worker-1.log": "\n".join(lines) + "\n"})
+    assert not any(f.id == "triage.config.bootstrap_refused" for f in report.findings), describe(report)
+    assert report.root_cause is None, describe(report)
+
+
+@pytest.mark.parametrize(
+    ("bar", "minutes"),
+    [
+        ("Map (num_proc=8):  61%|██████    | 61000/100000 [09:41<06:11, 105.0 examples/s]", 10),
+        ("Grouping texts in chunks of 2048 #3:  40%|████      | 4/10 [29:20<44:00, 440.0s/ba]", 30),
+    ],
+    ids=["map-10min", "group-30min"],
+)
+def test_an_unfinished_bar_cut_by_a_traceback_near_a_default_timeout_is_a_guessed_stall(
+    tmp_path: Path, bar: str, minutes: int
+) -> None:
+    text = f'{bar}\nTraceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
+    report = triage(tmp_path, {"console.txt": text})
+    assert cause(report)[0] == Category.DATA_LOADING_STALL, describe(report)
+    assert report.root_cause and report.root_cause.confidence == "low"
+    finding = next(f for f in report.findings if f.id == "triage.nccl.busy_outside_nccl")
+    assert f"default {minutes} min" in finding.title, finding.title
+
+
+@pytest.mark.parametrize(
+    "bar",
+    [
+        "Map:  61%|██████    | 61000/100000 [03:41<02:11, 275.0 examples/s]",  # far from any default
+        "Map: 100%|██████████| 100000/100000 [29:41<00:00, 56.0 examples/s]",  # finished
+    ],
+    ids=["short", "finished"],
+)
+def test_a_bar_far_from_a_timeout_or_finished_is_not_blamed_for_a_traceback(tmp_path: Path, bar: str) -> None:
+    text = f"{bar}\nTraceback (most recent call last):\nValueError: bad label 7\n"
+    report = triage(tmp_path, {"console.txt": text})
+    assert cause(report)[0] != Category.DATA_LOADING_STALL, describe(report)

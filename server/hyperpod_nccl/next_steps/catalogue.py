@@ -940,6 +940,10 @@ def _init_stalled(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _bootstrap_refused(facts: Facts) -> list[SuggestedCommand]:
+    return [*_interfaces(facts), *_rendezvous(facts)]
+
+
 def _ib_protection(facts: Facts) -> list[SuggestedCommand]:
     return [
         suggest_chain(
@@ -996,6 +1000,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.nccl_invalid_usage": _invalid_usage,
     "triage.config.p2p_unsupported": _p2p,
     "triage.config.nccl_init_stalled": _init_stalled,
+    "triage.config.bootstrap_refused": _bootstrap_refused,
     "triage.config.shm": _shm,
     "triage.config.members_missing": _members_missing,
     "triage.config.slurm_step_refused": _step_refused,

@@ -643,6 +643,13 @@ TRANSPORT = (
         r"(?P<why>[A-Za-z][A-Za-z ]+)|Call to connect failed : (?P<plain>[A-Za-z ]+)|(?P<retries>exceeded "
         r"(?:retries|timeouts)))",
     ),
+    # NCCL ≤ 2.x's connect loop, once per thousand refused attempts (about a second): a peer that
+    # does not listen yet. A few then `Init COMPLETE` is a normal start; a run of them is not.
+    _p(
+        "connect_refused_retry",
+        "Call to connect returned",
+        r"Call to connect returned (?P<why>[A-Za-z ]+), retrying",
+    ),
     _p(
         "socket_closed",
         (
@@ -841,7 +848,7 @@ PROGRESS = (
         # `%|` alone is a two-byte literal that slows the whole prefilter; the regex wants a digit first.
         tuple(f"{digit}%|" for digit in range(10)),
         r"^.*(?<!\d)(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<done>[\d.]+\w?)/(?P<total>[\d.]+\w?)\s*"
-        r"\[(?P<elapsed>[\d:]+)<[^\]]*\](?:\s*(?P<glued>\[[A-Z]|\[rank|\w+Error))?",
+        r"\[(?P<elapsed>[\d:]+)<[^\]]*\](?:\s*(?P<glued>\[[A-Z]|\[rank|\w+Error|Traceback))?",
     ),
 )
 

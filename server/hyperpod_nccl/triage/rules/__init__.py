@@ -20,7 +20,12 @@ from hyperpod_nccl.triage.rules.diverged import diverged_after_training
 from hyperpod_nccl.triage.rules.exits import silent_exit
 from hyperpod_nccl.triage.rules.fabric import failed_at_first_contact
 from hyperpod_nccl.triage.rules.hosts import shared_hostname
-from hyperpod_nccl.triage.rules.members import members_missing, nccl_init_stalled, process_group_stalled
+from hyperpod_nccl.triage.rules.members import (
+    bootstrap_refused,
+    members_missing,
+    nccl_init_stalled,
+    process_group_stalled,
+)
 from hyperpod_nccl.triage.rules.nccl import nccl_verdict
 from hyperpod_nccl.triage.rules.outcome import Outcome, Rule
 from hyperpod_nccl.triage.rules.progress import busy_outside_nccl
@@ -39,6 +44,7 @@ RULES: tuple[Rule, ...] = (
     ais_counters,
     members_missing,
     nccl_init_stalled,
+    bootstrap_refused,
     process_group_stalled,
     shared_hostname,
     failed_at_first_contact,

@@ -11,6 +11,12 @@ NCCL at INFO level prints its version as it starts and `Init COMPLETE` once the 
 up; with the first and not the second, and nothing later, the job hung while connecting: peer
 access between GPUs on the node (IOMMU / PCIe ACS, `NCCL_P2P_DISABLE=1` tells) or the network to
 the other nodes.
+
+Older NCCL says `Call to connect returned Connection refused, retrying` once per thousand refused
+attempts (about a second each): a peer that was not listening yet. A few, then `Init COMPLETE`, is
+a normal start; a run of them with no communicator after is a group that never formed because the
+address dialled had no listener (nodes launched as separate jobs, an interface whose address every
+host shares, or a peer that exited).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 MEMBERS_ID = "triage.config.members_missing"
 INIT_STALLED_ID = "triage.config.nccl_init_stalled"
 FORMING_STALLED_ID = "triage.rendezvous.forming_stalled"
+BOOTSTRAP_REFUSED_ID = "triage.config.bootstrap_refused"
 _WEIGHT = 52  # below any failure a line names: those say why the others are missing
 _LATER_PHASE = ("progress", "wd_timeout", "wd_status", "traceback", "exception", "init_complete")
 
@@ -107,6 +114,34 @@ def nccl_init_stalled(incident: Incident) -> Outcome:
         category=Category.CONFIG,
         weight=40,
         nodes=only_node,
+    )
+
+
+def bootstrap_refused(incident: Incident) -> Outcome:
+    retries = incident.index.kind("connect_refused_retry")
+    refused = [e for e in retries if "refused" in e.fields["why"].lower()]
+    if not refused or incident.index.kind("init_complete", "progress", "wd_timeout", "wd_status"):
+        return Outcome()
+    rounds = sum(e.count for e in refused)
+    nodes = sorted({e.node for e in refused if e.node})
+    dialling = f" from {', '.join(nodes[:3])}" if nodes else ""
+    return _logs_stop_here(
+        incident,
+        BOOTSTRAP_REFUSED_ID,
+        f"NCCL's connections{dialling} were refused for about {rounds} s ({rounds} retry lines) "
+        "and the communicator never came up: nothing listened at the address the peers were given",
+        reference="debugging-guide.md § 7",
+        detail="Each `Call to connect returned Connection refused, retrying` line stands for about a "
+        "second of refused attempts. The peer's address answered but nothing listened there: nodes "
+        "started as separate jobs (world size or node rank not given per node, so each node forms its own "
+        "group), an interface whose address every host shares (docker0, virbr0) chosen for NCCL's "
+        "sockets, or a peer that exited. Check that every node starts with the same world size, "
+        "MASTER_ADDR and MASTER_PORT and its own node rank, and pin NCCL_SOCKET_IFNAME to the interface "
+        "the nodes reach each other on.",
+        began=incident.first(refused),
+        last=max(refused, key=lambda e: (e.source, e.line)),
+        category=Category.CONFIG,
+        weight=44,  # above a bare init stall (40): it says why the communicator did not come up
     )
 
 

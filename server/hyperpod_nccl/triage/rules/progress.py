@@ -4,6 +4,11 @@ Console pastes show it. The other ranks' watchdogs fire after the NCCL timeout w
 tqdm bar — tokenising, indexing or mapping a dataset — has been running about as long and is not
 finished. That rank never entered the collective: a data-loading stall, whichever rank printed
 the bar (bars usually carry no rank prefix).
+
+A paste cut before the timeout line still shows it when the bar itself was cut by the failure: an
+unfinished bar that had run just under a default timeout (PyTorch's 10 minutes for NCCL; the
+30 minutes of Gloo, the c10d store and Hugging Face's `ddp_timeout`) when a traceback followed.
+That is a guess, and says so.
 """
 
 from __future__ import annotations
@@ -19,6 +24,11 @@ BUSY_ID = "triage.nccl.busy_outside_nccl"
 _WEIGHT = 56  # above "silent ranks" (whose culprits it keeps), below a straggler's own watchdog state
 _LONG_ENOUGH = 0.5  # of the timeout: a bar that ran this long was no short pause
 _OUTLASTED = 0.9
+_DEFAULT_TIMEOUTS_S = (600, 1800)
+# A bar's last redraw comes up to one item before the timeout: 80 % of it, or a minute past it.
+_NEAR_BELOW, _NEAR_ABOVE_S = 0.8, 60
+_GUESS_WEIGHT = 30  # any cause a line names wins over this guess
+_FAILURE_AFTER = ("traceback", "exception", "crash")
 
 
 def _elapsed(event: Event) -> int:
@@ -46,7 +56,9 @@ def busy_outside_nccl(incident: Incident) -> Outcome:
         default=0,
     )
     waiting = set(verdict.waiting) | {r for r, s in incident.states.items() if s.watchdog == "fired"}
-    if not timeout_ms or not waiting:
+    if not timeout_ms:
+        return _bar_cut_by_failure(incident)
+    if not waiting:
         return Outcome()
     bars = [
         e
@@ -88,4 +100,53 @@ def busy_outside_nccl(incident: Incident) -> Outcome:
         ranks=ranks,
         first=bar,
         confidence="high" if outlasted else "medium",
+    )
+
+
+def _default_timeout_near(seconds: int) -> int | None:
+    near = (t for t in _DEFAULT_TIMEOUTS_S if _NEAR_BELOW * t <= seconds <= t + _NEAR_ABOVE_S)
+    return next(near, None)
+
+
+def _bar_cut_by_failure(incident: Incident) -> Outcome:
+    """No timeout line was read: an unfinished bar near a default timeout, with a traceback after it."""
+    failures = incident.index.kind(*_FAILURE_AFTER)
+    bars = [
+        e
+        for e in incident.index.kind("progress")
+        if _unfinished(e)
+        and _default_timeout_near(_elapsed(e))
+        and any(f.source == e.source and f.line >= e.line for f in failures)
+    ]
+    if not bars:
+        return Outcome()
+    bar = max(bars, key=_elapsed)
+    timeout_min = (_default_timeout_near(_elapsed(bar)) or 0) // 60
+    failure = incident.first(f for f in failures if f.source == bar.source and f.line > bar.line)
+    ranks = [rank] if (rank := _own_rank(bar)) is not None else []
+    finding = Finding(
+        id=BUSY_ID,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"A progress bar had run {_elapsed(bar) / 60:.0f} min, just under the default {timeout_min} "
+        "min timeout, when a traceback cut it: the other ranks likely timed out waiting for this work",
+        reference="debugging-guide.md § 1",
+        detail="No timeout line was read (the paste may stop before it), so this is a guess from the bar's "
+        "time: PyTorch's NCCL timeout defaults to 10 min, Gloo's, the c10d store's and Hugging Face's "
+        "ddp_timeout to 30 min. The error after the bar says which; if it is a timeout, do this work before "
+        "the process group's first collective (cached, or on every rank) or raise the timeout for it.",
+        ranks=listed(ranks),
+        nodes=incident.nodes_of(ranks),
+        evidence=[evidence(e, incident.topology) for e in [bar, failure] if e is not None],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.DATA_LOADING_STALL,
+        weight=_GUESS_WEIGHT,
+        title=f"Busy outside NCCL for {_elapsed(bar) / 60:.0f} min (a progress bar), near the default "
+        f"{timeout_min} min timeout, when the failure came",
+        ranks=ranks,
+        first=bar,
+        confidence="low",
     )
