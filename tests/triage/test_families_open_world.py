@@ -759,3 +759,38 @@ def test_a_process_bus_error_banner_is_shared_memory_like_exit_code_minus_7(
     report = triage(tmp_path, {"rank0.log": banner + "\n"})
     assert cause(report)[0] == Category.CONFIG, describe(report)
     assert any(f.id == "triage.config.sigbus" for f in report.findings)
+
+
+# --- a peer whose EFA queue pair vanished: the peer crashed ------------------------------------
+
+_PEER_GONE = (
+    "{host}:211:275 [3] process_err_completion:1562 NCCL WARN NET/OFI Request 0x7f0a completed with error. "
+    "RC: {rc}. Error: {what} My EFA addr: fi_addr_efa://[fe80::1]:0:1 My host id: i-0aaa1111bbbb2222c "
+    "Peer EFA addr: fi_addr_efa://[fe80::2]:0:2 Peer host id: i-0ccc3333dddd4444e. Completed length: 0"
+)
+
+
+@pytest.mark.parametrize(
+    ("rc", "what"),
+    [
+        ("5", "Invalid receiver queue pair number (QPN). This error is typically caused by a crashed peer."),
+        ("8", "Receiver connection aborted"),
+    ],
+    ids=["qpn", "aborted"],
+)
+def test_a_peer_queue_pair_gone_blames_the_peer_host_not_the_link_or_the_reporter(
+    tmp_path: Path, rc: str, what: str
+) -> None:
+    line = _PEER_GONE.format(host="train-worker-1", rc=rc, what=what)
+    report = triage(tmp_path, {"worker-1.log": line + "\n"})
+    assert cause(report) == (Category.UNKNOWN, [], ["i-0ccc3333dddd4444e"]), describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.network.peer_crashed")
+    kernel = [c for c in finding.suggested_commands if "killed process" in c.command]
+    assert kernel and "i-0ccc3333dddd4444e" in kernel[0].why, finding.suggested_commands
+
+
+def test_the_peers_own_oom_kill_explains_its_vanished_queue_pair(tmp_path: Path) -> None:
+    line = _PEER_GONE.format(host="train-worker-1", rc="5", what="Invalid receiver queue pair number (QPN)")
+    kill = "[Tue Mar  3 10:02:11 2026] Out of memory: Killed process 4242 (pt_main_thread) total-vm:9kB"
+    report = triage(tmp_path, {"worker-1.log": line + "\n", "dmesg-worker-2.txt": kill + "\n"})
+    assert cause(report)[0] == Category.HOST_OOM, describe(report)

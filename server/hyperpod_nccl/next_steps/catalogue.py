@@ -12,6 +12,7 @@ findings no command fits, why. A value the input does not hold becomes a placeho
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import LiteralString
 
 from hyperpod_nccl.guard.commands import Word, joined, placeholder, suggest, suggest_chain, value
@@ -317,6 +318,20 @@ def _host_oom(facts: Facts) -> list[SuggestedCommand]:
             facts, "grep -iE 'killed process|out of memory|oom-kill'", "the kernel's OOM-killer lines"
         ),
         *resubmit(facts, "--mem=", "memory", "more host memory per node, or fewer DataLoader workers"),
+    ]
+
+
+def _peer_crashed(facts: Facts) -> list[SuggestedCommand]:
+    peer = replace(facts, nodes=facts.peers, ranks=()) if facts.peers else facts
+    pods = [] if facts.slurm else _rendezvous(facts)  # a worker that restarted or was OOMKilled
+    return [
+        *pods,
+        *sacct(facts, "JobID,State,ExitCode,MaxRSS,NodeList", "which step ended first, and how"),
+        kernel_log(
+            peer,
+            "grep -iE 'killed process|out of memory|oom-kill|segfault'",
+            "whether the peer's process was killed for memory or crashed",
+        ),
     ]
 
 
@@ -1001,6 +1016,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.p2p_unsupported": _p2p,
     "triage.config.nccl_init_stalled": _init_stalled,
     "triage.config.bootstrap_refused": _bootstrap_refused,
+    "triage.network.peer_crashed": _peer_crashed,
     "triage.config.shm": _shm,
     "triage.config.members_missing": _members_missing,
     "triage.config.slurm_step_refused": _step_refused,

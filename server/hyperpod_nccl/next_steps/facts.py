@@ -37,6 +37,9 @@ class Facts:
     # Around the finding's first dated line, as the log's clock wrote it: (since, until) for
     # journalctl, which keeps the kernel's messages across reboots where dmesg keeps one boot.
     window: tuple[str, str] | None = None
+    # The hosts at the other end of the connections the evidence says failed (peer instance ids,
+    # or the nodes they map to): where a peer's own failure is to be read.
+    peers: tuple[str, ...] = ()
 
     @property
     def node(self) -> str | None:

@@ -19,6 +19,7 @@ _SLURM_OUT = re.compile(r"(?:^|/)slurm-(\d{1,12})(?:_\d{1,9})?(?:\.\d+)?\.(?:out
 _NAMED_OUT = re.compile(r"(?:^|/)[A-Za-z][\w.]*?-(\d{2,12})-\d{1,6}\.(?:out|err|log)(?:\.gz)?$")
 _STEP_ID = re.compile(r"StepId=(\d{1,12})")
 _SLURM_KINDS = ("srun_task", "slurm_cancel", "slurm_failed", "slurm_step_refused")
+_PEER_INSTANCE = re.compile(r"Peer host id: (i-[0-9a-f]+)")
 _PORT = re.compile(r"(?:\]:|port:? |port=|on port )(\d{2,5})\b")
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
 
@@ -97,7 +98,16 @@ def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
         addresses=_bootstrap_addresses(incident, nodes),
         quoted=tuple(Quoted(e.source, e.line) for e in finding.evidence if e.line is not None),
         window=_window(finding, job),
+        peers=_peers(finding, incident),
     )
+
+
+def _peers(finding: Finding, incident: Incident) -> tuple[str, ...]:
+    """From the finding's lines as read (its evidence quotes them shortened)."""
+    group = incident.groups.get(finding.id)
+    lines = [e.text for e in group.events] if group else [e.text for e in finding.evidence]
+    named = (m.group(1) for text in lines if (m := _PEER_INSTANCE.search(text)))
+    return tuple(dict.fromkeys(incident.topology.addr_node.get(i, i) for i in named))
 
 
 _BEFORE, _AFTER = timedelta(minutes=15), timedelta(minutes=5)

@@ -797,6 +797,23 @@ def _async_error(event: Event) -> Meaning | None:
     return None
 
 
+# EFA completion statuses that say the receiver's queue pair is gone: libfabric itself adds "typically
+# caused by a crashed peer". The process at the other end died; the link did not.
+_PEER_GONE = re.compile(r"Invalid receiver queue pair number|Receiver connection aborted")
+PEER_CRASHED = _fail(
+    "triage.network.peer_crashed",
+    "The peer's EFA queue pair is gone (invalid receiver QPN / receiver connection aborted): the process at "
+    "the other end crashed or was killed there (a crash, an OOM kill), the link is not the cause",
+    C.UNKNOWN,
+    48,
+    "debugging-guide.md § 3",
+)
+
+
+def _transport_error(event: Event) -> Meaning:
+    return PEER_CRASHED if _PEER_GONE.search(event.text) else _SIMPLE["transport_error"]
+
+
 _CONNECTION_REFUSED = "111"
 
 
@@ -1081,6 +1098,7 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "memreg": _memory_registration,
     "shell_killed": lambda _: _SIGKILL,
     "socket_connect": _socket_connect,
+    "transport_error": _transport_error,
     "async_error": _async_error,
     "cuda_error": _cuda_error,
     "ib_setup": _ib_setup,

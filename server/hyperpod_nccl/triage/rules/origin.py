@@ -173,6 +173,21 @@ def _fabric_origin(candidate: Candidate, group: Group, incident: Incident) -> No
     candidate.nodes = [origin]
 
 
+def _crashed_peer(candidate: Candidate, group: Group, incident: Incident) -> None:
+    """The rank that saw its peer's queue pair vanish survived: the origin is the peer, named by its
+    host when the logs map it, else by the instance id the line gives, else unnamed."""
+    if group.meaning.id != "triage.network.peer_crashed":
+        return
+    peers = {peer_node(e, incident) or _peer_instance(e) for e in group.events} - {None}
+    candidate.nodes = sorted(peers)  # type: ignore[arg-type]
+    candidate.ranks = sorted(r for r, node in incident.topology.rank_node.items() if node in peers)
+
+
+def _peer_instance(event: Event) -> str | None:
+    found = _PEER_INSTANCE.search(event.text)
+    return found.group(1) if found else None
+
+
 def _most_pointed(pointed: dict[str, set[str]]) -> str | None:
     if not pointed:
         return None
@@ -219,4 +234,5 @@ ORIGIN_REFINERS: tuple[Refiner, ...] = (
     _first_observed,
     _fingerprint_minority,
     _fabric_origin,
+    _crashed_peer,
 )
