@@ -18,6 +18,7 @@ from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.findings import evidence, listed
 from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.patterns import elapsed_seconds
+from hyperpod_nccl.triage.root_cause import Confidence
 from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 
 BUSY_ID = "triage.nccl.busy_outside_nccl"
@@ -76,30 +77,55 @@ def busy_outside_nccl(incident: Incident) -> Outcome:
     witness = incident.first(
         e for r in waiting if r in incident.states for e in incident.states[r].witness_events
     )
-    finding = Finding(
-        id=BUSY_ID,
-        status=Status.FAIL,
-        priority=Priority.P0,
+    return _busy(
+        incident,
         title=f"A rank was still busy outside NCCL ({minutes:.0f} min into an unfinished progress bar) when "
         f"the collective timed out after {timeout_min:.0f} min",
-        reference="debugging-guide.md § 1",
         detail="The other ranks waited inside the collective while this work ran outside it (dataset "
         "tokenisation, indexing or mapping; an evaluation or generation pass one rank runs longer than the "
         "others): do it before the process group's first collective, on every rank or cached, split it "
         "evenly, or raise the NCCL timeout for that phase.",
+        cause="Still busy outside NCCL (a long step with a progress bar) while the others waited",
+        ranks=ranks,
+        shown=[bar, witness],
+        weight=_WEIGHT,
+        confidence="high" if outlasted else "medium",
+    )
+
+
+def _busy(
+    incident: Incident,
+    *,
+    title: str,
+    detail: str,
+    cause: str,
+    ranks: list[int],
+    shown: list[Event | None],
+    weight: int,
+    confidence: Confidence,
+) -> Outcome:
+    """The finding and candidate of a rank busy outside NCCL; `shown[0]` is its progress bar."""
+    bar = shown[0]
+    finding = Finding(
+        id=BUSY_ID,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=title,
+        reference="debugging-guide.md § 1",
+        detail=detail,
         ranks=listed(ranks),
         nodes=incident.nodes_of(ranks),
-        evidence=[evidence(e, incident.topology) for e in [bar, witness] if e is not None],
+        evidence=[evidence(e, incident.topology) for e in shown if e is not None],
     )
     return blamed(
         incident,
         finding,
         category=Category.DATA_LOADING_STALL,
-        weight=_WEIGHT,
-        title="Still busy outside NCCL (a long step with a progress bar) while the others waited",
+        weight=weight,
+        title=cause,
         ranks=ranks,
         first=bar,
-        confidence="high" if outlasted else "medium",
+        confidence=confidence,
     )
 
 
@@ -124,29 +150,18 @@ def _bar_cut_by_failure(incident: Incident) -> Outcome:
     timeout_min = (_default_timeout_near(_elapsed(bar)) or 0) // 60
     failure = incident.first(f for f in failures if f.source == bar.source and f.line > bar.line)
     ranks = [rank] if (rank := _own_rank(bar)) is not None else []
-    finding = Finding(
-        id=BUSY_ID,
-        status=Status.FAIL,
-        priority=Priority.P0,
+    return _busy(
+        incident,
         title=f"A progress bar had run {_elapsed(bar) / 60:.0f} min, just under the default {timeout_min} "
         "min timeout, when a traceback cut it: the other ranks likely timed out waiting for this work",
-        reference="debugging-guide.md § 1",
         detail="No timeout line was read (the paste may stop before it), so this is a guess from the bar's "
         "time: PyTorch's NCCL timeout defaults to 10 min, Gloo's, the c10d store's and Hugging Face's "
         "ddp_timeout to 30 min. The error after the bar says which; if it is a timeout, do this work before "
         "the process group's first collective (cached, or on every rank) or raise the timeout for it.",
-        ranks=listed(ranks),
-        nodes=incident.nodes_of(ranks),
-        evidence=[evidence(e, incident.topology) for e in [bar, failure] if e is not None],
-    )
-    return blamed(
-        incident,
-        finding,
-        category=Category.DATA_LOADING_STALL,
-        weight=_GUESS_WEIGHT,
-        title=f"Busy outside NCCL for {_elapsed(bar) / 60:.0f} min (a progress bar), near the default "
+        cause=f"Busy outside NCCL for {_elapsed(bar) / 60:.0f} min (a progress bar), near the default "
         f"{timeout_min} min timeout, when the failure came",
         ranks=ranks,
-        first=bar,
+        shown=[bar, failure],
+        weight=_GUESS_WEIGHT,
         confidence="low",
     )
