@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from hyperpod_nccl.models import Finding
 from hyperpod_nccl.next_steps import Facts, Quoted
 from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.rules.origin import peer_instance
 from hyperpod_nccl.triage.run import processes_ended
 
 # sbatch's default `slurm-%j.out` (or `slurm-%A_%a.out`), and `--output=%x-%j-%t.out`-style names.
@@ -19,7 +20,6 @@ _SLURM_OUT = re.compile(r"(?:^|/)slurm-(\d{1,12})(?:_\d{1,9})?(?:\.\d+)?\.(?:out
 _NAMED_OUT = re.compile(r"(?:^|/)[A-Za-z][\w.]*?-(\d{2,12})-\d{1,6}\.(?:out|err|log)(?:\.gz)?$")
 _STEP_ID = re.compile(r"StepId=(\d{1,12})")
 _SLURM_KINDS = ("srun_task", "slurm_cancel", "slurm_failed", "slurm_step_refused")
-_PEER_INSTANCE = re.compile(r"Peer host id: (i-[0-9a-f]+)")
 _PORT = re.compile(r"(?:\]:|port:? |port=|on port )(\d{2,5})\b")
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
 
@@ -106,7 +106,7 @@ def _peers(finding: Finding, incident: Incident) -> tuple[str, ...]:
     """From the finding's lines as read (its evidence quotes them shortened)."""
     group = incident.groups.get(finding.id)
     lines = [e.text for e in group.events] if group else [e.text for e in finding.evidence]
-    named = (m.group(1) for text in lines if (m := _PEER_INSTANCE.search(text)))
+    named = (instance for text in lines if (instance := peer_instance(text)))
     return tuple(dict.fromkeys(incident.topology.addr_node.get(i, i) for i in named))
 
 

@@ -178,13 +178,14 @@ def _crashed_peer(candidate: Candidate, group: Group, incident: Incident) -> Non
     host when the logs map it, else by the instance id the line gives, else unnamed."""
     if group.meaning.id != "triage.network.peer_crashed":
         return
-    peers = {peer_node(e, incident) or _peer_instance(e) for e in group.events} - {None}
-    candidate.nodes = sorted(peers)  # type: ignore[arg-type]
+    peers = {peer for e in group.events if (peer := peer_node(e, incident) or peer_instance(e.text))}
+    candidate.nodes = sorted(peers)
     candidate.ranks = sorted(r for r, node in incident.topology.rank_node.items() if node in peers)
 
 
-def _peer_instance(event: Event) -> str | None:
-    found = _PEER_INSTANCE.search(event.text)
+def peer_instance(text: str) -> str | None:
+    """The EC2 instance at the other end of a failed EFA request (`Peer host id: i-…`)."""
+    found = _PEER_INSTANCE.search(text)
     return found.group(1) if found else None
 
 
