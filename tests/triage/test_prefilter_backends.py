@@ -15,9 +15,9 @@ from hyperpod_nccl.triage.lines import NO_NUMPY
 from hyperpod_nccl.triage.patterns import EVENT_PATTERNS, FACT_PATTERNS, anchors_of
 from hyperpod_nccl.triage.prefilter import (
     DISABLE_HYPERSCAN,
-    _hyperscan_scanner,
     _regex_scanner,
     compile_literals,
+    hyperscan_matcher,
     minimal,
 )
 
@@ -44,7 +44,7 @@ def _lines(block: bytes, hits: list[tuple[int, int]]) -> set[bytes]:
 def test_both_scanners_select_every_line_holding_an_anchor(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(DISABLE_HYPERSCAN, raising=False)
     literals = minimal([anchor.encode() for anchor in anchors_of(EVENT_PATTERNS + FACT_PATTERNS)])
-    accelerated = _hyperscan_scanner(literals)
+    accelerated = hyperscan_matcher(literals)
     assert accelerated is not None
     selected = _lines(BLOCK, accelerated(BLOCK))
     # The regex scanners match anchors cut to 16 bytes, so they may also pick lines holding only

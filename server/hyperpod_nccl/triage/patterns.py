@@ -1203,7 +1203,7 @@ class Dispatcher:
             return [self._patterns[i] for i in sorted(held)]
         if self._accelerated is not None:
             # Every occurrence of every anchor, overlaps included: the owners of all of them.
-            found = frozenset(index for index, _ in self._accelerated(message.encode()))
+            found = frozenset(index for _, index in self._accelerated(message.encode()))
             known = self._by_found.get(found)
             if known is None:
                 owners = {owner for index in found for owner in self._owners[self._anchors[index]]}
