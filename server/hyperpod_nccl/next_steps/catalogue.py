@@ -82,29 +82,21 @@ def kernel_log(facts: Facts, grep: LiteralString, why: str) -> SuggestedCommand:
     """The node's kernel log filtered by `grep` (shell text we wrote, e.g. `grep -iE 'xid|sxid'`):
     the journal around the failure when the logs date it (dmesg forgets it at the next reboot),
     else `dmesg -T`."""
-    if facts.window is None:
-        return suggest_chain(
-            list(on_node(facts, "sudo dmesg -T")),
-            "|",
-            grep,
-            why=why + _where(facts),
-            permission=_ROOT_ON_NODE,
+    reader: tuple[Word, ...] = ("sudo dmesg -T",)
+    kept = ""
+    if facts.window is not None:
+        since, until = facts.window
+        journal = ("sudo journalctl -k --since", value(JournalTime, since))
+        reader = (*journal, "--until", value(JournalTime, until))
+        kept = (
+            " (the journal keeps them across reboots; the window is the log's clock: widen it if the node "
+            "keeps another time zone)"
         )
-    since, until = facts.window
     return suggest_chain(
-        list(
-            on_node(
-                facts,
-                "sudo journalctl -k --since",
-                value(JournalTime, since),
-                "--until",
-                value(JournalTime, until),
-            )
-        ),
+        list(on_node(facts, *reader)),
         "|",
         grep,
-        why=why + _where(facts) + " (the journal keeps them across reboots; the window is the log's clock: "
-        "widen it if the node keeps another time zone)",
+        why=why + _where(facts) + kept,
         permission=_ROOT_ON_NODE,
     )
 
@@ -938,9 +930,13 @@ def _invalid_usage(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _gpu_links(facts: Facts) -> SuggestedCommand:
+    return on_node_check(facts, "nvidia-smi topo -m", "how the GPUs connect: no NVLink means P2P over PCIe")
+
+
 def _p2p(facts: Facts) -> list[SuggestedCommand]:
     return [
-        on_node_check(facts, "nvidia-smi topo -m", "how the GPUs connect: no NVLink means P2P over PCIe"),
+        _gpu_links(facts),
         export("NCCL_P2P_DISABLE=1", why="where the GPUs cannot do peer-to-peer (consumer cards, IOMMU)"),
     ]
 
@@ -948,7 +944,7 @@ def _p2p(facts: Facts) -> list[SuggestedCommand]:
 def _init_stalled(facts: Facts) -> list[SuggestedCommand]:
     return [
         kernel_log(facts, "grep -i -e iommu -e DMAR", "whether an IOMMU sits between the GPUs"),
-        on_node_check(facts, "nvidia-smi topo -m", "how the GPUs connect: no NVLink means P2P over PCIe"),
+        _gpu_links(facts),
         export(
             "NCCL_P2P_DISABLE=1", why="as a diagnostic only: a rerun that completes says peer access hung"
         ),

@@ -144,12 +144,13 @@ _SENDERS = {
     "2": ("SIGINT", "someone pressed Ctrl-C, or a wrapper forwarded an interrupt."),
     "15": ("SIGTERM", _SCHEDULER),
 }
+_NUMBER_OF = {name: number for number, (name, _) in _SENDERS.items()}
 
 
 def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
     """The launcher itself was sent SIGTERM before anything failed: someone or something outside the
     job stopped it (scancel, a pod deleted or evicted, a preemption, a time limit)."""
-    named = {"SIGHUP": "1", "SIGINT": "2"}.get(signal.fields.get("signame", ""))
+    named = _NUMBER_OF.get(signal.fields.get("signame", ""))
     number = signal.fields.get("signum") or signal.fields.get("got") or named or "15"
     name, sender = _SENDERS.get(number, (f"signal {number}", _SCHEDULER))
     finding = Finding(
