@@ -880,7 +880,9 @@ NCCL_RESULTS = (
     ),
 )
 
-_EXCEPTION_CLASS = r"(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt))(?:\([\w.]+\))?"
+# A Python exception's class name, dotted module path allowed (`torch.distributed.DistBackendError`).
+EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)"
+_EXCEPTION_CLASS = rf"(?P<cls>{EXCEPTION_NAME})(?:\([\w.]+\))?"
 
 PYTHON = (
     _p(

@@ -24,6 +24,7 @@ from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import exit_code
 from hyperpod_nccl.triage.findings import clip
 from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.patterns import EXCEPTION_NAME
 from hyperpod_nccl.triage.prefixes import strip
 from hyperpod_nccl.triage.rules.unknown import abnormal_events
 
@@ -31,7 +32,7 @@ MAX_SPANS = 6
 _ENDINGS = ("worker_exit", "srun_task", "slurm_cancel", "slurm_failed", "take_down", "sigterm", "crash")
 _SUCCESS = ("training_done",)
 # The last line of Python's own traceback: `RuntimeError: …` at the start of the message.
-_UNCAUGHT = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)\b(?::|$)")
+_UNCAUGHT = re.compile(EXCEPTION_NAME + r"\b(?::|$)")
 
 
 def describe_run(job: JobSummary, incident: Incident, failed: bool, final: Event | None) -> JobSummary:
