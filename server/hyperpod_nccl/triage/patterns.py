@@ -30,6 +30,9 @@ class Pattern:
     # regex engine try every position, while a lower-case literal lets it jump. Its groups come
     # out lower-cased too, so only patterns whose groups are digits use it.
     lowered: bool = False
+    # The regex can only match a message holding one of these words: substring tests that fail
+    # cost a fraction of a search that fails (used where a regex scans the whole line for them).
+    needs_any: tuple[str, ...] = ()
 
     def match(self, message: str) -> dict[str, str] | None:
         if not any(anchor in message for anchor in self.anchors):
@@ -40,6 +43,8 @@ class Pattern:
         """`match` for a message known to hold one of the anchors (the dispatcher found it there)."""
         if self.regex is None:
             return {}
+        if self.needs_any and not any(word in message for word in self.needs_any):
+            return None
         found = self.regex.search(message.lower() if self.lowered else message)
         if found is None:
             return None
@@ -47,10 +52,15 @@ class Pattern:
 
 
 def _p(
-    kind: str, anchors: str | tuple[str, ...], regex: str | None = None, key: str = "", lowered: bool = False
+    kind: str,
+    anchors: str | tuple[str, ...],
+    regex: str | None = None,
+    key: str = "",
+    lowered: bool = False,
+    needs_any: tuple[str, ...] = (),
 ) -> Pattern:
     anchor_tuple = (anchors,) if isinstance(anchors, str) else anchors
-    return Pattern(kind, anchor_tuple, re.compile(regex) if regex else None, key, lowered)
+    return Pattern(kind, anchor_tuple, re.compile(regex) if regex else None, key, lowered, needs_any)
 
 
 _PG = r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]]*Rank \d+\]\s*)?"
@@ -883,6 +893,8 @@ NCCL_RESULTS = (
 # A Python exception's class name, dotted module path allowed (`torch.distributed.DistBackendError`).
 EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)"
 _EXCEPTION_CLASS = rf"(?P<cls>{EXCEPTION_NAME})(?:\([\w.]+\))?"
+_EXCEPTION_ANCHORS = ("Error", "Exception", "KeyboardInterrupt")
+_EXCEPTION_WHAT = r"(?::\s*(?P<what>.*))?$"
 
 PYTHON = (
     _p(
@@ -927,12 +939,16 @@ PYTHON = (
         r'"message": "' + _EXCEPTION_CLASS + r'(?::\s*(?P<what>[^"]*))?',
     ),
     _p("setup_activity", ("Building wheel for", "Collecting ", "Installing collected packages")),
+    # After a logger's level word (`… - ERROR - KeyError: 'x'`) or at the start of the message. The
+    # same regex serves both; a line without a level word, most of them, takes the one anchored at
+    # the start, which fails at once where this one would scan the line for a level word first.
     _p(
         "exception",
-        ("Error", "Exception", "KeyboardInterrupt"),
-        # at the start of the message, or after a logger's level word (`… - ERROR - KeyError: 'x'`)
-        r"^(?:.*?\b(?:ERROR|CRITICAL|FATAL)\b[\]:|\s-]*)?\s*" + _EXCEPTION_CLASS + r"(?::\s*(?P<what>.*))?$",
+        _EXCEPTION_ANCHORS,
+        r"^(?:.*?\b(?:ERROR|CRITICAL|FATAL)\b[\]:|\s-]*)?\s*" + _EXCEPTION_CLASS + _EXCEPTION_WHAT,
+        needs_any=("ERROR", "CRITICAL", "FATAL"),
     ),
+    _p("exception", _EXCEPTION_ANCHORS, r"^\s*" + _EXCEPTION_CLASS + _EXCEPTION_WHAT),
     # Not the WARNs NCCL prints when an optional part is absent and it carries on without it (no
     # verbs library: no IB, sockets instead; no net plugin): the transport lines say what it used.
     _p(

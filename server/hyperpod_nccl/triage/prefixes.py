@@ -25,24 +25,50 @@ UNKNOWN_YEAR = "0000"
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, 1)}
 
-_LOG_STORE_ROW = re.compile(
-    r"\|?\s*(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?(?:\s*\|\s*|\t)"
+# Each prefix a line may carry, in the order they nest. Every one is optional, so the launcher
+# prefixes form one regex and the logger prefixes another: a line costs two matches, not one per
+# format (a failed match costs about what a successful one does: the call, not the scan).
+_LOG_STORE_ROW = (
+    r"\|?\s*(?P<row_day>\d{4}-\d\d-\d\d)[ T](?P<row_clock>\d\d:\d\d:\d\d)(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"(?:\s*\|\s*|\t)"
 )
-_KUBECTL_TIME = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?Z ")
-_KUBECTL_POD = re.compile(r"\[pod/[^\]]+\] ")
-_RAY = re.compile(r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) ")
-_MPIRUN = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:\s?")
-_SRUN = re.compile(r"\s{0,4}(\d{1,6}): ")
-_TORCHRUN = re.compile(r"\[(?!rank\d)[A-Za-z_][\w-]*?(\d+)\]:\s?")
-_TORCH_RANK = re.compile(r"\[rank(\d+)\]:\s?")
-_C10 = re.compile(r"\[[IWEF](?:(\d{1,2})(\d\d) (\d\d:\d\d:\d\d)\.\d+)? ?[\w./-]+:\d+\] ")
-_ELASTIC_GLOG = re.compile(r"[IWECV](\d\d)(\d\d) (\d\d:\d\d:\d\d)\.\d+ \d+ [\w./-]+:\d+\] ")
-_BRACKET_DATE = re.compile(r"\[(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:,\d+)?\] ")
-_NCCL_HOST = re.compile(r"([\w.-]+):(\d+):\d+ \[\d+\] ")
-_SLURMSTEPD = re.compile(r"slurmstepd-([\w.-]+): ")
-_DMESG_T = re.compile(r"\[\w{3} (\w{3}) +(\d+) (\d\d:\d\d:\d\d) (\d{4})\] ")
-_DMESG = re.compile(r"\[\s*\d+\.\d+\] ")
-_JOURNAL = re.compile(r"(\w{3}) +(\d+) (\d\d:\d\d:\d\d) ([\w.-]+) kernel: ")
+_KUBECTL_TIME = r"(?P<kube_day>\d{4}-\d\d-\d\d)T(?P<kube_clock>\d\d:\d\d:\d\d)(?:\.\d+)?Z "
+_KUBECTL_POD = r"\[pod/[^\]]+\] "
+_RAY = r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) "
+_MPIRUN = r"\[\d+,(?P<mpirun>\d+)\]<std(?:out|err)>:\s?"
+_SRUN = r"\s{0,4}(?P<srun>\d{1,6}): "
+_TORCHRUN = r"\[(?!rank\d)[A-Za-z_][\w-]*?(?P<local>\d+)\]:\s?"
+_TORCH_RANK = r"\[rank(?P<rank>\d+)\]:\s?"  # repeated: the last one is the rank
+_LAUNCHERS = re.compile(
+    rf"(?P<row>{_LOG_STORE_ROW})?(?:{_KUBECTL_TIME})?(?:{_KUBECTL_POD})?(?:{_RAY})?(?:{_MPIRUN}|{_SRUN})?"
+    rf"(?:{_TORCHRUN})?(?:{_TORCH_RANK})*"
+)
+
+_C10 = (
+    r"\[[IWEF](?:(?P<c10_month>\d{1,2})(?P<c10_day>\d\d) (?P<c10_clock>\d\d:\d\d:\d\d)\.\d+)? ?"
+    r"[\w./-]+:\d+\] "
+)
+_ELASTIC_GLOG = (
+    r"[IWECV](?P<glog_month>\d\d)(?P<glog_day>\d\d) (?P<glog_clock>\d\d:\d\d:\d\d)\.\d+ \d+ [\w./-]+:\d+\] "
+)
+_BRACKET_DATE = r"\[(?P<bracket_day>\d{4}-\d\d-\d\d) (?P<bracket_clock>\d\d:\d\d:\d\d)(?:,\d+)?\] "
+_NCCL_HOST = r"(?P<nccl_host>[\w.-]+):(?P<nccl_pid>\d+):\d+ \[\d+\] "
+_SLURMSTEPD = r"slurmstepd-(?P<stepd_host>[\w.-]+): "
+_DMESG_T_DATE = (
+    r"(?P<dmesg_month>\w{3}) +(?P<dmesg_day>\d+) (?P<dmesg_clock>\d\d:\d\d:\d\d) (?P<dmesg_year>\d{4})"
+)
+_DMESG_T = rf"\[\w{{3}} {_DMESG_T_DATE}\] "
+_DMESG = r"\[\s*\d+\.\d+\] "
+_JOURNAL = (
+    r"(?P<journal_month>\w{3}) +(?P<journal_day>\d+) (?P<journal_clock>\d\d:\d\d:\d\d) "
+    r"(?P<journal_host>[\w.-]+) kernel: "
+)
+# c10's glog and torchrun's elastic glog end the prefixes; a bracketed date may come before a host
+# prefix (NCCL's `host:pid:tid [dev]`, slurmstepd's) or a kernel one (dmesg, journald).
+_LOGGERS = re.compile(
+    rf"(?P<c10>{_C10})|(?P<glog>{_ELASTIC_GLOG})"
+    rf"|(?:{_BRACKET_DATE})?(?:{_NCCL_HOST}|{_SLURMSTEPD}|{_DMESG_T}|{_DMESG}|{_JOURNAL})?"
+)
 # Led by a literal so the regex engine jumps between `20`s; `\b` in front would make it try every
 # position (30x slower on a long line). The word boundary is checked on the few matches instead.
 _ANY_DATE = re.compile(r"(20\d\d-\d\d-\d\d)[ T_](\d\d:\d\d:\d\d)")
@@ -95,64 +121,54 @@ def message_rank(message: str) -> int | None:
 
 
 def _strip_launchers(text: str, found: Stripped) -> str:
-    if match := _LOG_STORE_ROW.match(text):
-        found.stamp = f"{match.group(1)}T{match.group(2)}"
-        text = text[match.end() :]
-        if text.endswith("|"):  # the table row's closing border
-            text = text[:-1].rstrip()
-    if match := _KUBECTL_TIME.match(text):
-        found.stamp = f"{match.group(1)}T{match.group(2)}Z"  # RFC 3339 in UTC: the one zoned format
-        text = text[match.end() :]
-    for simple in (_KUBECTL_POD, _RAY):
-        if match := simple.match(text):
-            text = text[match.end() :]
-    if match := _MPIRUN.match(text) or _SRUN.match(text):
-        found.label = int(match.group(1))
-        text = text[match.end() :]
-    if match := _TORCHRUN.match(text):
-        found.local_rank = int(match.group(1))
-        text = text[match.end() :]
+    match = _LAUNCHERS.match(text)
+    if not match.end():
+        return text
+    day, clock, zoned = match.group("row_day", "row_clock", "kube_day")
+    if zoned:
+        found.stamp = f"{zoned}T{match.group('kube_clock')}Z"  # RFC 3339 in UTC: the one zoned format
+    elif day:
+        found.stamp = f"{day}T{clock}"
+    mpirun, srun, local, rank = match.group("mpirun", "srun", "local", "rank")
+    label = mpirun or srun
+    if label is not None:
+        found.label = int(label)
+    if local is not None:
+        found.local_rank = int(local)
         found.task = found.label  # the label numbers torchrun agents: a launcher, not a rank
-    while match := _TORCH_RANK.match(text):
-        found.rank = int(match.group(1))
-        text = text[match.end() :]
-    if found.rank is None and found.local_rank is None and found.label is not None:
+    if rank is not None:
+        found.rank = int(rank)
+    elif local is None and found.label is not None:
         found.rank, found.rank_from_label = found.label, True
+    text = text[match.end() :]
+    if match.group("row") and text.endswith("|"):  # the table row's closing border
+        text = text[:-1].rstrip()
     return text
 
 
 def _strip_logger(text: str, found: Stripped) -> str:
-    if match := _C10.match(text):
-        month, day, clock = match.groups()
-        if clock:
-            found.stamp = f"{UNKNOWN_YEAR}-{int(month):02d}-{day}T{clock}"
-        return text[match.end() :]
-    if match := _ELASTIC_GLOG.match(text):
-        found.stamp = f"{UNKNOWN_YEAR}-{match.group(1)}-{match.group(2)}T{match.group(3)}"
-        return text[match.end() :]
-    if match := _BRACKET_DATE.match(text):
-        found.stamp = f"{match.group(1)}T{match.group(2)}"
-        text = text[match.end() :]
-    if match := _NCCL_HOST.match(text):
-        found.host = match.group(1)
-        found.pid = int(match.group(2))
-        return text[match.end() :]
-    if match := _SLURMSTEPD.match(text):
-        found.host = match.group(1)
-        return text[match.end() :]
-    return _strip_kernel(text, found)
-
-
-def _strip_kernel(text: str, found: Stripped) -> str:
-    if match := _DMESG_T.match(text):
-        month, day, clock, year = match.groups()
-        found.stamp = f"{year}-{_MONTHS.get(month, 1):02d}-{int(day):02d}T{clock}"
-        return text[match.end() :]
-    if match := _DMESG.match(text):
-        return text[match.end() :]
-    if match := _JOURNAL.match(text):
-        month, day, clock, host = match.groups()
-        found.stamp = f"{UNKNOWN_YEAR}-{_MONTHS.get(month, 1):02d}-{int(day):02d}T{clock}"
-        found.host = host
-        return text[match.end() :]
-    return text
+    match = _LOGGERS.match(text)
+    if not match.end():
+        return text
+    groups = match.groupdict()
+    if match.group("c10"):
+        if groups["c10_clock"]:
+            month = int(groups["c10_month"])
+            found.stamp = f"{UNKNOWN_YEAR}-{month:02d}-{groups['c10_day']}T{groups['c10_clock']}"
+    elif match.group("glog"):
+        found.stamp = f"{UNKNOWN_YEAR}-{groups['glog_month']}-{groups['glog_day']}T{groups['glog_clock']}"
+    elif groups["bracket_day"]:
+        found.stamp = f"{groups['bracket_day']}T{groups['bracket_clock']}"
+    if groups["nccl_host"]:
+        found.host = groups["nccl_host"]
+        found.pid = int(groups["nccl_pid"])
+    elif groups["stepd_host"]:
+        found.host = groups["stepd_host"]
+    elif groups["dmesg_month"]:
+        month, day = _MONTHS.get(groups["dmesg_month"], 1), int(groups["dmesg_day"])
+        found.stamp = f"{groups['dmesg_year']}-{month:02d}-{day:02d}T{groups['dmesg_clock']}"
+    elif groups["journal_month"]:
+        month, day = _MONTHS.get(groups["journal_month"], 1), int(groups["journal_day"])
+        found.stamp = f"{UNKNOWN_YEAR}-{month:02d}-{day:02d}T{groups['journal_clock']}"
+        found.host = groups["journal_host"]
+    return text[match.end() :]
