@@ -250,6 +250,11 @@ def _newline_mask(numpy: Any, size: int) -> Any:
     return mask[:size]
 
 
+def load_line_counter() -> None:
+    """Import the line counter's accelerator now rather than on the first block."""
+    _numpy()
+
+
 @cache
 def _numpy() -> Any:
     """numpy, an optional accelerator (imported on the first block, not at start-up)."""
