@@ -126,6 +126,58 @@ def test_an_injected_graph_or_topology_file_that_does_not_fit_is_configuration(
     assert any(f.id == "triage.config.nccl_injected_topology" for f in report.findings)
 
 
+@pytest.mark.parametrize(
+    "warn",
+    [
+        ("graph/xml.cc:55", "XML Parse error : expecting '<', got 'x'"),
+        ("graph/xml.cc:406", "XML Topology has wrong version 2, 1 needed"),
+        ("graph/xml.cc:160", "XML Mismatch : cpu / pci"),
+    ],
+    ids=["parse", "version", "mismatch"],
+)
+def test_a_topology_file_nccl_cannot_parse_is_configuration(tmp_path: Path, warn: tuple[str, str]) -> None:
+    text = (
+        "node-3:701:760 [2] NCCL INFO NCCL_TOPO_FILE set by environment to /etc/nccl/topo.xml"
+        + nccl_warn("node-3", 701, 2, *warn)
+        + "\nnode-3:701:760 [2] NCCL INFO graph/topo.cc:691 -> 3\n"
+    )
+    report = triage(tmp_path, {"rank2.log": text})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    assert any(f.id == "triage.config.nccl_injected_topology" for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    ("where", "attribute", "node"),
+    [
+        ("graph/xml.h:77", "arch", "cpu"),
+        ("graph/xml.h:101", "vendor", "cpu"),
+        ("graph/xml.h:90", "link_width", "pci"),
+    ],
+    ids=["nccl-2.7-arch", "nccl-2.21-vendor", "pci-width"],
+)
+def test_a_topology_without_an_attribute_this_nccl_reads_is_a_version_matter(
+    tmp_path: Path, where: str, attribute: str, node: str
+) -> None:
+    """A static topology file (a network plugin's, before it generated them) read with some GPUs
+    hidden or by a newer NCCL: upgrading the plugin or NCCL fixes it, not the job's settings."""
+    text = (
+        nccl_warn("ip-10-1-2-3", 2196, 1, where, f"Attribute {attribute} of node {node} not found").lstrip(
+            "\n"
+        )
+        + "\nip-10-1-2-3:2196:2275 [1] NCCL INFO graph/topo.cc:493 -> 3"
+        + "\nip-10-1-2-3:2196:2275 [1] NCCL INFO init.cc:1109 -> 3\n"
+    )
+    report = triage(tmp_path, {"rank1.log": text})
+    assert cause(report) == (Category.SOFTWARE, [], ["ip-10-1-2-3"]), describe(report)
+    assert quotes(report, f"Attribute {attribute} of node {node} not found")
+
+
+def test_of_node_in_a_healthy_line_is_not_a_topology_failure(tmp_path: Path) -> None:
+    text = "[INFO] loaded shard 3 of node group 2 in 0.4 s\nstep=10 loss=2.1\n"
+    report = triage(tmp_path, {"rank0.log": text})
+    assert report.root_cause is None, describe(report)
+
+
 # --- peer access, whichever layer reports it ------------------------------------------------------------
 
 

@@ -194,15 +194,16 @@ _SIMPLE: dict[str, Meaning] = {
     "nccl_topology": _fail(
         "triage.software.nccl_topology",
         "NCCL's topology search failed: an NCCL older than this machine's GPUs or NVSwitch, devices "
-        "hidden unevenly (CUDA_VISIBLE_DEVICES), or an NCCL_TOPO_FILE written for another machine",
+        "hidden unevenly (CUDA_VISIBLE_DEVICES), or a topology file (NCCL_TOPO_FILE; aws-ofi-nccl "
+        "before 1.11 sets its own) that lacks what this NCCL reads or describes another machine",
         C.SOFTWARE,
         78,
         "debugging-guide.md § 10",
     ),
     "nccl_injected_topology": _fail(
         "triage.config.nccl_injected_topology",
-        "NCCL read a graph or topology file that does not match this machine (NCCL_GRAPH_FILE or "
-        "NCCL_TOPO_FILE, set in the environment or in /etc/nccl.conf)",
+        "NCCL read a graph or topology file that does not match this machine or that it cannot "
+        "parse (NCCL_GRAPH_FILE or NCCL_TOPO_FILE, set in the environment or in /etc/nccl.conf)",
         C.CONFIG,
         78,
         "debugging-guide.md § 19",

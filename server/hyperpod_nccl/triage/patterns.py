@@ -510,9 +510,24 @@ CONFIG = (
         "nccl_topology",
         ("Failed to find reverse path", "Could not find NET with id", "Could not find GPU with id"),
     ),
+    # A topology that lacks an attribute this NCCL reads (graph/xml.h: `Attribute arch of node cpu
+    # not found`): a static topology file from an older network plugin (aws-ofi-nccl before 1.11
+    # shipped p4d/p5 files), read with only some of the GPUs visible or by a newer NCCL.
+    _p("nccl_topology", " of node ", r"Attribute \S+ of node \S+ (?:not found|is not an int)"),
     # A graph or topology file injected through NCCL_GRAPH_FILE / NCCL_TOPO_FILE (often from
-    # /etc/nccl.conf) that describes another machine: `XML Import Channel : dev 1 not found`.
-    _p("nccl_injected_topology", ("XML Import Channel", "Could not open XML topology file")),
+    # /etc/nccl.conf) that describes another machine (`XML Import Channel : dev 1 not found`), or
+    # that NCCL cannot open or parse (graph/xml.cc).
+    _p(
+        "nccl_injected_topology",
+        (
+            "XML Import Channel",
+            "Could not open XML topology file",
+            "XML Topology has wrong version",
+            "XML Parse",
+            "XML Mismatch",
+            "XML parser is limited",
+        ),
+    ),
     _p(
         "missing_program",
         (
