@@ -33,6 +33,7 @@ FAILURES: dict[str, list[str]] = {
         "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error"
     ],
     "example-macro": ["Failed, NCCL error allreduce.cu:57 'unhandled system error'"],
+    "example-macro-no-text": ["Failed: NCCL error csrc/comm/bootstrap-host.cpp:223 ''"],
     "xla": [
         "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: nccl_utils.cc:297: NCCL operation "
         "ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda error"

@@ -903,6 +903,9 @@ NCCL_RESULTS = (
         r"|invalid usage|invalid argument)\b|.*?\bnccl(?:_error_|_?)(?P<name>unhandled_?cuda_?error"
         r"|system_?error|internal_?error|invalid_?argument|invalid_?usage)\b)",
     ),
+    # The example macros' line whatever its text, an empty one included (a library that calls
+    # ncclGetErrorString on a code it did not get from NCCL prints `''`).
+    _p("nccl_error", "NCCL error ", r"Failed[,:] NCCL error (?P<where>[\w./-]+:\d+) '(?P<what>[^']*)'"),
 )
 
 # A Python exception's class name, dotted module path allowed (`torch.distributed.DistBackendError`).
