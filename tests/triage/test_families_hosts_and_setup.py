@@ -178,6 +178,42 @@ def test_of_node_in_a_healthy_line_is_not_a_topology_failure(tmp_path: Path) -> 
     assert report.root_cause is None, describe(report)
 
 
+# --- the IOMMU refusing the GPUs' DMA -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "[ 8812.407112] DMAR: [DMA Read NO_PASID] Request device [c1:00.0] fault addr 0x7f2e1000 "
+        "[fault reason 0x06] PTE Read access is not set",
+        "Mar  2 10:14:07 gpu-host-4 kernel: DMAR: [DMA Write] Request device [3b:00.0] fault addr "
+        "f8139000 [fault reason 05] PTE Write access is not set",
+        "[Tue Mar  3 09:12:44 2026] AMD-Vi: Event logged [IO_PAGE_FAULT device=41:00.0 domain=0x000e "
+        "address=0x3fffd0000 flags=0x0020]",
+        "[  402.118870] iommu ivhd0: AMD-Vi: Event logged [IO_PAGE_FAULT device=c4:00.0 domain=0x0000 "
+        "address=0xfee00000 flags=0x0000]",
+    ],
+    ids=["intel-no-pasid", "intel-journal", "amd-dmesg-T", "amd-ivhd"],
+)
+def test_iommu_faults_during_a_hang_are_the_host_configuration(tmp_path: Path, fault: str) -> None:
+    hang = "step 120 | loss 2.31 | 0.41 s/it\n"
+    report = triage(tmp_path, {"train.log": hang, "dmesg.txt": fault + "\n"})
+    assert cause(report)[0] == Category.CONFIG, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.config.iommu_fault")
+    assert quotes(report, fault[fault.index("] ") + 2 : fault.index("] ") + 30])
+    assert any("/proc/cmdline" in c.command for c in finding.suggested_commands)
+
+
+def test_the_iommu_being_enabled_at_boot_is_not_a_fault(tmp_path: Path) -> None:
+    boot = (
+        "[    0.021337] DMAR: IOMMU enabled\n"
+        "[    1.118102] DMAR: Intel(R) Virtualization Technology for Directed I/O\n"
+        "[    0.912144] AMD-Vi: Interrupt remapping enabled\n"
+    )
+    report = triage(tmp_path, {"dmesg.txt": boot})
+    assert report.root_cause is None, describe(report)
+
+
 # --- peer access, whichever layer reports it ------------------------------------------------------------
 
 

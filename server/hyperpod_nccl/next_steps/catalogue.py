@@ -951,6 +951,13 @@ def _init_stalled(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _iommu(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "cat /proc/cmdline", "whether the kernel boots with iommu=pt (passthrough)"),
+        *_init_stalled(facts),
+    ]
+
+
 def _bootstrap_refused(facts: Facts) -> list[SuggestedCommand]:
     return [*_interfaces(facts), *_rendezvous(facts)]
 
@@ -1011,6 +1018,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.nccl_invalid_usage": _invalid_usage,
     "triage.config.p2p_unsupported": _p2p,
     "triage.config.nccl_init_stalled": _init_stalled,
+    "triage.config.iommu_fault": _iommu,
     "triage.config.bootstrap_refused": _bootstrap_refused,
     "triage.network.peer_crashed": _peer_crashed,
     "triage.config.shm": _shm,

@@ -523,6 +523,15 @@ _SIMPLE: dict[str, Meaning] = {
         75,
         "debugging-guide.md § 19",
     ),
+    "iommu_fault": _fail(
+        "triage.config.iommu_fault",
+        "The IOMMU refused a device's DMA (Intel VT-d DMAR / AMD-Vi page faults): GPU peer-to-peer or "
+        "GPUDirect RDMA traffic blocked by IOMMU translation, which NCCL waits on forever (boot with "
+        "iommu=pt, or disable PCIe ACS; a rerun with NCCL_P2P_DISABLE=1 that completes confirms it)",
+        C.CONFIG,
+        74,
+        "debugging-guide.md § 19",
+    ),
     "missing_file": _fail(
         "triage.data.missing_file",
         "A file the job reads does not exist (dataset, checkpoint or config path)",

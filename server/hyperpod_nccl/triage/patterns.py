@@ -251,6 +251,17 @@ GPU = (
         "p2p_unsupported",
         ("via P2P or IB", "peer access is not supported", "P2P is not supported"),
     ),
+    # The IOMMU refusing a device's DMA, in the kernel's words: Intel VT-d (`DMAR: [DMA Write]
+    # Request device [02:00.0] fault addr … [fault reason 05] PTE Write access is not set`, newer
+    # kernels add `NO_PASID`) and AMD-Vi (`Event logged [IO_PAGE_FAULT device=41:00.0 …]`). Between
+    # GPUs it is peer-to-peer traffic the IOMMU translates and blocks: a hang, not an error, in NCCL.
+    _p(
+        "iommu_fault",
+        ("DMAR: [DMA ", "IO_PAGE_FAULT"),
+        r"DMAR: \[DMA (?:Read|Write)[^\]]*\] Request device \[(?P<bdf>[0-9a-fA-F:.]+)\]"
+        r"|IO_PAGE_FAULT device=(?P<device>[0-9a-fA-F:.]+)",
+        key="bdf",
+    ),
     _p(
         "xid",
         "NVRM: Xid",
