@@ -110,8 +110,11 @@ def test_a_modify_qp_that_nccl_retries_is_not_a_failure(tmp_path: Path) -> None:
     [
         ("graph/search.cc:703", "XML Import Channel : dev 1 not found."),
         ("graph/xml.cc:680", "Could not open XML topology file /opt/vm/topo.xml : No such file or directory"),
+        ("graph/xml.cc:55", "XML Parse error : expecting '<', got 'x'"),
+        ("graph/xml.cc:406", "XML Topology has wrong version 2, 1 needed"),
+        ("graph/xml.cc:160", "XML Mismatch : cpu / pci"),
     ],
-    ids=["graph-file", "topo-file"],
+    ids=["graph-file", "topo-file", "parse", "version", "mismatch"],
 )
 def test_an_injected_graph_or_topology_file_that_does_not_fit_is_configuration(
     tmp_path: Path, warn: tuple[str, str]
@@ -122,26 +125,6 @@ def test_an_injected_graph_or_topology_file_that_does_not_fit_is_configuration(
         + "\nvm-1:166:230 [0] NCCL INFO init.cc:870 -> 2\n"
     )
     report = triage(tmp_path, {"rank0.log": text})
-    assert cause(report)[0] == Category.CONFIG, describe(report)
-    assert any(f.id == "triage.config.nccl_injected_topology" for f in report.findings)
-
-
-@pytest.mark.parametrize(
-    "warn",
-    [
-        ("graph/xml.cc:55", "XML Parse error : expecting '<', got 'x'"),
-        ("graph/xml.cc:406", "XML Topology has wrong version 2, 1 needed"),
-        ("graph/xml.cc:160", "XML Mismatch : cpu / pci"),
-    ],
-    ids=["parse", "version", "mismatch"],
-)
-def test_a_topology_file_nccl_cannot_parse_is_configuration(tmp_path: Path, warn: tuple[str, str]) -> None:
-    text = (
-        "node-3:701:760 [2] NCCL INFO NCCL_TOPO_FILE set by environment to /etc/nccl/topo.xml"
-        + nccl_warn("node-3", 701, 2, *warn)
-        + "\nnode-3:701:760 [2] NCCL INFO graph/topo.cc:691 -> 3\n"
-    )
-    report = triage(tmp_path, {"rank2.log": text})
     assert cause(report)[0] == Category.CONFIG, describe(report)
     assert any(f.id == "triage.config.nccl_injected_topology" for f in report.findings)
 
