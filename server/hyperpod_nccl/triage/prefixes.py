@@ -121,8 +121,8 @@ def message_rank(message: str) -> int | None:
 
 
 def _strip_launchers(text: str, found: Stripped) -> str:
-    match = _LAUNCHERS.match(text)
-    if not match.end():
+    match = _LAUNCHERS.match(text)  # every part is optional: it matches, if only the empty string
+    if match is None or not match.end():
         return text
     day, clock, zoned = match.group("row_day", "row_clock", "kube_day")
     if zoned:
@@ -147,8 +147,8 @@ def _strip_launchers(text: str, found: Stripped) -> str:
 
 
 def _strip_logger(text: str, found: Stripped) -> str:
-    match = _LOGGERS.match(text)
-    if not match.end():
+    match = _LOGGERS.match(text)  # every part is optional: it matches, if only the empty string
+    if match is None or not match.end():
         return text
     groups = match.groupdict()
     if match.group("c10"):
