@@ -25,7 +25,9 @@ from hyperpod_nccl.slurm.service import slurm_report
 from hyperpod_nccl.snapshot import Snapshot, UnusableSnapshot
 from hyperpod_nccl.triage.discover import InputFile
 from hyperpod_nccl.triage.engine import analyse
+from hyperpod_nccl.triage.patterns import EVENT_PATTERNS, FACT_PATTERNS, STORAGE_PATTERNS
 from hyperpod_nccl.triage.prefixes import strip
+from hyperpod_nccl.triage.run_facts import RUN_FACTS
 from hyperpod_nccl.triage.scanner import scan_input
 from tests.probes.plant import healthy, node, report
 from tests.skill import secrets
@@ -179,7 +181,12 @@ def test_redaction_is_idempotent_bounded_and_masks_planted_lines_among_garbage(l
 ADVERSARIAL = [
     run * (65_536 // len(run))
     for run in ("x", "1", "a:", " a", "=a", "[rank1]:", "key", "http://a:", "--", "NodeName=", "sk-", "eyJ")
-] + ["RendezvousTimeoutError " + "1" * 65_000, "eth0 " + "x" * 65_000 + " Link down"]
+] + [
+    "RendezvousTimeoutError " + "1" * 65_000,
+    "eth0 " + "x" * 65_000 + " Link down",
+    "[a" + "1" * 65_000,  # a torchrun-style tag that never closes
+    "[PG 1 " * 10_000,  # a process-group tag that never closes, repeated
+]
 
 
 def test_no_parser_or_redaction_rule_backtracks_for_long_on_a_crafted_line(tmp_path: Path) -> None:
@@ -194,3 +201,26 @@ def test_no_parser_or_redaction_rule_backtracks_for_long_on_a_crafted_line(tmp_p
     scan_input(InputFile(logs, "rank-0.out", storage=False, size=logs.stat().st_size))
     # Linear work is well under a second here; a quadratic rule took 30 s for one line.
     assert time.monotonic() - started < 20
+
+
+# Runs that make a pattern's parts compete for the same characters: whitespace between optional
+# separators, digits a number and a file name can both take, words a lazy group stops at.
+_CONTESTED_RUNS = (" ", "\t", "1", "a1 ", "[PG 1 ", "[a1", "File (", "start", "resum", ":Request")
+
+
+def test_no_catalogue_pattern_backtracks_for_long_on_a_line_that_holds_its_anchor() -> None:
+    """Each event and fact pattern, on 16 KB lines that hold its anchor beside a contested run (the
+    dispatcher only runs a pattern on a line that holds one of its anchors): linear work is a few
+    milliseconds; a quadratic pattern takes seconds."""
+    slow = {}
+    for pattern in (*EVENT_PATTERNS, *FACT_PATTERNS, *STORAGE_PATTERNS, *RUN_FACTS):
+        anchor = pattern.anchors[0]
+        for run in _CONTESTED_RUNS:
+            body = run * (16_384 // len(run))
+            for line in (body + anchor, anchor + body, f"{anchor} {body} {anchor}"):
+                started = time.monotonic()
+                pattern.parse(line)
+                taken = time.monotonic() - started
+                if taken > 0.5:
+                    slow[(pattern.kind, anchor, run)] = round(taken, 2)
+    assert slow == {}

@@ -63,7 +63,7 @@ def _p(
     return Pattern(kind, anchor_tuple, re.compile(regex) if regex else None, key, lowered, needs_any)
 
 
-_PG = r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]]*Rank \d+\]\s*)?"
+_PG = r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]]{0,200}Rank \d+\]\s*)?"
 _ENQ_COMP = (
     r"last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), last completed (?:NCCL )?work: (?P<completed>-?\d+)"
 )
@@ -93,7 +93,7 @@ NCCL_STATE = (
     _p(
         "wd_status",
         "PG status: last enqueued",
-        _PG + r"\s*failure detected by watchdog at work "
+        _PG + r"failure detected by watchdog at work "
         r"sequence id: (?P<seq>\d+) PG status: " + _ENQ_COMP,
     ),
     _p(
@@ -245,7 +245,7 @@ GPU = (
     _p(
         "cuda_error",
         ("Cuda failure", "CUDA failure", "Cuda error ", "CUDA error "),
-        r"(?i)cuda (?:failure|error)\s*(?:\d+\s*)?(?:[\w./-]+:\d+\s*)?'(?P<what>[^']*)'",
+        r"(?i)cuda (?:failure|error)\s*(?:\d+\s+)?(?:[\w./-]+:\d+\s*)?'(?P<what>[^']*)'",
     ),
     _p(
         "p2p_unsupported",
@@ -435,7 +435,7 @@ CONFIG = (
     ),
     # torch.save's zip writer failing to open its file (`RuntimeError: File ckpt/step_0.pt cannot be
     # opened.`): only the writer words it so; a missing or read-only directory, or a full volume.
-    _p("checkpoint_unwritable", "cannot be opened", r"File (?P<path>.+?) cannot be opened\.?$"),
+    _p("checkpoint_unwritable", "cannot be opened", r"File (?P<path>.{1,1024}?) cannot be opened\.?$"),
     # A write the storage cut short without saying why (`write error: wrote 39776036 blocks instead of
     # 41251350`, `short write`): a volume that filled up or a device that is failing.
     _p("short_write", ("blocks instead of", "short write", "Short write")),
@@ -642,6 +642,7 @@ TRANSPORT = (
         "transport_error",
         ("NET/OFI Request", "Remote write completed", "Fatal: rx buffer", "Fatal: Bounce buffer"),
         r"(?P<what>(?:Request|Remote write|rx buffer|Bounce buffer).*completed with error.*)",
+        needs_any=("completed with error",),  # else every request word would scan the rest of the line
     ),
     _p("transport_error", "<warn>", r"libfabric:\d+:\d+:[^:]*:(?P<provider>\w+):(?P<subsystem>\w+):"),
     # A libfabric provider failing inside itself, as its callers print it: `Unable to write to EQ: …
@@ -1024,7 +1025,7 @@ VISIBLE = (
             "xited with status",
             "xit with status code",  # Horovod: `Process 1 exit with status code 1.`
         ),
-        r"(?i)(?:exit(?:ed)?(?: with)?[ _](?:status code|code|status)|return[ _]?code)\s*[:=]?\s*\(?"
+        r"(?i)(?:exit(?:ed)?(?: with)?[ _](?:status code|code|status)|return[ _]?code)\s*(?:[:=]\s*)?\(?"
         r"(?P<status_code>-?[1-9]\d*)\b",
     ),
     _p(
@@ -1157,7 +1158,7 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         r"Selected [Pp]rovider is (?P<provider>\w+)",
         key="provider",
     ),
-    _p("network", "Using network", r"Using network (?P<network>.+?)\s*$", key="network"),
+    _p("network", "Using network", r"Using network (?P<network>\S(?:.*\S)?)", key="network"),
     # The interface a job named for NCCL's sockets (`NCCL_SOCKET_IFNAME set by environment to eth2`).
     _p(
         "socket_ifname",
@@ -1179,7 +1180,7 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
     _p(
         "resumed",
         ("checkpoint", "Restor", "Resum", "Loading checkpoint", "Loaded checkpoint"),
-        r"(?i)resum\w* (?:training )?from|restor\w* (?:states |training )?from|load(?:ed|ing) checkpoint"
+        r"(?i)resum\w{0,24} (?:training )?from|restor\w{0,24} (?:states |training )?from|load(?:ed|ing) checkpoint"
         r"|resume_from_checkpoint\s*[=:]\s*(?!None|null|False)\S",
     ),
 )

@@ -37,7 +37,7 @@ _KUBECTL_POD = r"\[pod/[^\]]+\] "
 _RAY = r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) "
 _MPIRUN = r"\[\d+,(?P<mpirun>\d+)\]<std(?:out|err)>:\s?"
 _SRUN = r"\s{0,4}(?P<srun>\d{1,6}): "
-_TORCHRUN = r"\[(?!rank\d)[A-Za-z_][\w-]*?(?P<local>\d+)\]:\s?"
+_TORCHRUN = r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?(?P<local>\d{1,6})\]:\s?"
 _TORCH_RANK = r"\[rank(?P<rank>\d+)\]:\s?"  # repeated: the last one is the rank
 _LAUNCHERS = re.compile(
     rf"(?P<row>{_LOG_STORE_ROW})?(?:{_KUBECTL_TIME})?(?:{_KUBECTL_POD})?(?:{_RAY})?(?:{_MPIRUN}|{_SRUN})?"
@@ -72,7 +72,7 @@ _LOGGERS = re.compile(
 # Led by a literal so the regex engine jumps between `20`s; `\b` in front would make it try every
 # position (30x slower on a long line). The word boundary is checked on the few matches instead.
 _ANY_DATE = re.compile(r"(20\d\d-\d\d-\d\d)[ T_](\d\d:\d\d:\d\d)")
-_MESSAGE_RANK = re.compile(r"\[(?:PG (?:ID )?(\d+)[^\]]*? )?Rank (\d+)\]|\[rank:? (\d+)\]")
+_MESSAGE_RANK = re.compile(r"\[(?:PG (?:ID )?(\d+)[^\]]{0,200}? )?Rank (\d+)\]|\[rank:? (\d+)\]")
 
 
 @dataclass(slots=True)

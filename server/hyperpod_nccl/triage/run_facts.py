@@ -17,7 +17,7 @@ RUN_FACTS: tuple[Pattern, ...] = (
         "fresh_start",
         ("from scratch", "checkpoint found", "checkpoints found", "resume_from_checkpoint"),
         re.compile(
-            r"(?i)(?:(?:train\w*|start\w*|initiali[sz]\w*) from scratch|no (?:valid |existing |previous )?"
+            r"(?i)(?:(?:train\w{0,24}|start\w{0,24}|initiali[sz]\w{0,24}) from scratch|no (?:valid |existing |previous )?"
             r"checkpoints? (?:were |was )?found|resume_from_checkpoint\s*[=:]\s*(?:None|null|False)\b)"
         ),
     ),
