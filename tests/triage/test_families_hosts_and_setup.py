@@ -197,6 +197,55 @@ def test_the_iommu_being_enabled_at_boot_is_not_a_fault(tmp_path: Path) -> None:
     assert report.root_cause is None, describe(report)
 
 
+# --- every rank inside a collective that never completes, on one node ---------------------------------------
+
+
+def _ranks_inside(hosts: tuple[str, ...], per_host: int, launch: str = "") -> dict[str, str]:
+    """One file per rank: its NCCL channel line (which names its host) and its watchdog firing."""
+    files = {}
+    world = len(hosts) * per_host
+    for rank in range(world):
+        host, local = hosts[rank // per_host], rank % per_host
+        via = "P2P/IPC" if len(hosts) == 1 else "NET/IB/0"
+        files[f"rank-{rank}.log"] = (
+            (launch if rank == 0 else "")
+            + f"{host}:{7000 + rank}:{7100 + rank} [{local}] NCCL INFO Channel 00/0 : {rank}[{local}] -> "
+            f"{(rank + 1) % world}[{(local + 1) % per_host}] via {via}\n"
+            f"[E1127 10:30:00.{rank:06d} ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, "
+            "Timeout(ms)=600000) ran for 600043 milliseconds before timing out.\n"
+        )
+    return files
+
+
+def test_every_rank_inside_on_one_node_is_the_gpus_peer_access_not_a_network(tmp_path: Path) -> None:
+    files = _ranks_inside(("pcie-box",), 8)
+    files["rank-0.log"] = "[2026-11-27 10:19:58,000] train.py:88 step 3 loss 2.1\n" + files["rank-0.log"]
+    report = triage(tmp_path, files)
+    assert cause(report) == (Category.CONFIG, [], ["pcie-box"]), describe(report)
+    assert report.root_cause is not None and report.root_cause.confidence == "low"
+    finding = next(f for f in report.findings if f.id == "triage.nccl.all_inside_one_node")
+    assert finding.reference == "debugging-guide.md § 19"
+    commands = [c.command for c in finding.suggested_commands]
+    assert "export NCCL_P2P_DISABLE=1" in commands, commands
+    assert any("pci.bus_id" in c for c in commands), commands
+    # the kernel's lines to read are those of when the collective began, a timeout before the watchdog
+    assert any("--since '2026-11-27 10:05' --until '2026-11-27 10:35'" in c for c in commands), commands
+
+
+@pytest.mark.parametrize(
+    ("hosts", "launch"),
+    [(("gpu-a", "gpu-b"), ""), (("gpu-a",), "torchrun --nnodes=2 --nproc_per_node=4 train.py\n")],
+    ids=["two-nodes", "one-node-of-two-launched"],
+)
+def test_every_rank_inside_across_nodes_is_still_the_network(
+    tmp_path: Path, hosts: tuple[str, ...], launch: str
+) -> None:
+    report = triage(tmp_path, _ranks_inside(hosts, 4, launch))
+    assert cause(report)[0] == Category.NETWORK, describe(report)
+    assert any(f.id == "triage.nccl.all_inside" for f in report.findings)
+
+
 # --- peer access, whichever layer reports it ------------------------------------------------------------
 
 

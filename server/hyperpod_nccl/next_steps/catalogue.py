@@ -951,11 +951,24 @@ def _init_stalled(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _gpu_bus_ids(facts: Facts) -> SuggestedCommand:
+    return on_node_check(
+        facts,
+        "nvidia-smi --query-gpu=index,pci.bus_id --format=csv",
+        "which GPU each PCI address is (the kernel names devices by address)",
+    )
+
+
 def _iommu(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(facts, "cat /proc/cmdline", "whether the kernel boots with iommu=pt (passthrough)"),
+        _gpu_bus_ids(facts),
         *_init_stalled(facts),
     ]
+
+
+def _inside_one_node(facts: Facts) -> list[SuggestedCommand]:
+    return [*_init_stalled(facts), _gpu_bus_ids(facts)]
 
 
 def _bootstrap_refused(facts: Facts) -> list[SuggestedCommand]:
@@ -1019,6 +1032,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.p2p_unsupported": _p2p,
     "triage.config.nccl_init_stalled": _init_stalled,
     "triage.config.iommu_fault": _iommu,
+    "triage.nccl.all_inside_one_node": _inside_one_node,
     "triage.config.bootstrap_refused": _bootstrap_refused,
     "triage.network.peer_crashed": _peer_crashed,
     "triage.config.shm": _shm,

@@ -38,6 +38,7 @@ SAME_EVENT: tuple[tuple[str, ...], ...] = (
 AFTERMATH = frozenset(
     {
         "triage.nccl.all_inside",
+        "triage.nccl.all_inside_one_node",
         "triage.nccl.silent_ranks",
         "triage.nccl.silent_exit",
         "triage.nccl.straggler",
@@ -58,6 +59,7 @@ AFTERMATH = frozenset(
 _VERDICT = frozenset(
     {
         "triage.nccl.all_inside",
+        "triage.nccl.all_inside_one_node",
         "triage.nccl.silent_ranks",
         "triage.nccl.silent_exit",
         "triage.nccl.straggler",
@@ -195,7 +197,7 @@ def demote(finding: Finding, root: Finding) -> None:
         finding.status, finding.priority = Status.WARN, Priority.P2
     if finding.id in _VERDICT:
         finding.reference = TIMEOUT_SECTION
-        if finding.id == "triage.nccl.all_inside":
+        if finding.id in ("triage.nccl.all_inside", "triage.nccl.all_inside_one_node"):
             finding.detail = (
                 "Every rank waited inside the collective until the timeout: what the cause below did to "
                 "the job, not a fault of its own."

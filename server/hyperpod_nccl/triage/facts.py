@@ -111,14 +111,18 @@ def _peers(finding: Finding, incident: Incident) -> tuple[str, ...]:
 
 
 _BEFORE, _AFTER = timedelta(minutes=15), timedelta(minutes=5)
+_LONGEST = timedelta(hours=2)  # a window longer than this reads more of the journal than it tells
+_WATCHDOG_TIMEOUT = re.compile(r"Timeout\(ms\)=(\d+)")
 
 
 _NEAR = 50  # lines: an undated line takes the time of a dated one this close in its own file
 
 
 def _window(finding: Finding, job: JobFacts) -> tuple[str, str] | None:
-    """Around the earliest dated line the finding quotes, or the dated line nearest to its first
-    quoted line in the same file (Slurm's OOM lines carry no time; its CANCELLED line does)."""
+    """Around the dated lines the finding quotes, or the dated line nearest to its first quoted line
+    in the same file (Slurm's OOM lines carry no time; its CANCELLED line does). A watchdog's line
+    is dated when it fired; the hang began its timeout earlier, and the kernel's lines of that
+    moment are the ones to read."""
     quoted = [(e.source, e.line) for e in finding.evidence if e.line is not None]
     moments = [m for source, line in quoted if (m := job.dated.get(source, {}).get(line))]
     if not moments and quoted:
@@ -127,8 +131,10 @@ def _window(finding: Finding, job: JobFacts) -> tuple[str, str] | None:
         moments = [min(near)[1]] if near else []
     if not moments:
         return None
-    first = min(moments)
-    return (f"{first - _BEFORE:%Y-%m-%d %H:%M}", f"{first + _AFTER:%Y-%m-%d %H:%M}")
+    timeouts = [int(found.group(1)) for e in finding.evidence if (found := _WATCHDOG_TIMEOUT.search(e.text))]
+    first = min(moments) - timedelta(milliseconds=max(timeouts, default=0))
+    last = min(max(moments), first + _LONGEST)
+    return (f"{first - _BEFORE:%Y-%m-%d %H:%M}", f"{last + _AFTER:%Y-%m-%d %H:%M}")
 
 
 _MAX_ADDRESSES = 4

@@ -1180,8 +1180,8 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
     _p(
         "resumed",
         ("checkpoint", "Restor", "Resum", "Loading checkpoint", "Loaded checkpoint"),
-        r"(?i)resum\w{0,24} (?:training )?from|restor\w{0,24} (?:states |training )?from|load(?:ed|ing) checkpoint"
-        r"|resume_from_checkpoint\s*[=:]\s*(?!None|null|False)\S",
+        r"(?i)resum\w{0,24} (?:training )?from|restor\w{0,24} (?:states |training )?from"
+        r"|load(?:ed|ing) checkpoint|resume_from_checkpoint\s*[=:]\s*(?!None|null|False)\S",
     ),
 )
 

@@ -17,8 +17,9 @@ RUN_FACTS: tuple[Pattern, ...] = (
         "fresh_start",
         ("from scratch", "checkpoint found", "checkpoints found", "resume_from_checkpoint"),
         re.compile(
-            r"(?i)(?:(?:train\w{0,24}|start\w{0,24}|initiali[sz]\w{0,24}) from scratch|no (?:valid |existing |previous )?"
-            r"checkpoints? (?:were |was )?found|resume_from_checkpoint\s*[=:]\s*(?:None|null|False)\b)"
+            r"(?i)(?:(?:train\w{0,24}|start\w{0,24}|initiali[sz]\w{0,24}) from scratch"
+            r"|no (?:valid |existing |previous )?checkpoints? (?:were |was )?found"
+            r"|resume_from_checkpoint\s*[=:]\s*(?:None|null|False)\b)"
         ),
     ),
     # The launcher's node count (`torchrun --nnodes=2`, DeepSpeed's `nnodes=2, num_local_procs=8`,

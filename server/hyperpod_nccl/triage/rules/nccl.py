@@ -78,6 +78,10 @@ def _candidate(incident: Incident) -> Candidate | None:
         return None
     category, weight, title, confidence, finding_id = _VERDICTS[verdict.verdict]
     culprits = verdict.culprits
+    node = _the_one_node(incident) if verdict.verdict == "all_inside" else None
+    if node is not None:
+        category, title, confidence = Category.CONFIG, _one_node_title(node), "low"
+        finding_id = ONE_NODE_ID
     if verdict.verdict == "silent":  # ranks that ran at some point, rather than never-started ones
         culprits = [r for r in culprits if incident.node_of(r)] or culprits
     states, fired = incident.states, incident.fired
@@ -86,7 +90,7 @@ def _candidate(incident: Incident) -> Candidate | None:
         weight=weight,
         title=title,
         ranks=culprits,
-        nodes=incident.nodes_of(culprits),
+        nodes=[node] if node else incident.nodes_of(culprits),
         first=next((e for r in culprits if r in states for e in states[r].witness_events), fired),
         when=collective_start(incident.at(fired), verdict.timeout_ms),
         when_derived=True,
@@ -203,8 +207,48 @@ def _mismatch(incident: Incident) -> Finding:
     )
 
 
+ONE_NODE_ID = "triage.nccl.all_inside_one_node"
+
+
+def _the_one_node(incident: Incident) -> str | None:
+    """The node, when every rank of the job is on one node and nothing says the job had others (a
+    launcher asking for more nodes, a world larger than the ranks on it): its collectives ran over
+    the node's own GPU links, so a collective that never completes is not the network's."""
+    topology = incident.topology
+    if len(topology.nodes) != 1 or incident.launched_nodes > 1:
+        return None
+    node = topology.nodes[0]
+    if any(topology.node_of(rank) != node for rank in topology.world):
+        return None
+    return node
+
+
+def _one_node_title(node: str) -> str:
+    return (
+        f"Every rank was inside the collective on one node ({node}) and it could not complete: "
+        "peer-to-peer between its GPUs (an IOMMU or PCIe ACS in the way, NVLink or the fabric manager), "
+        "not a network"
+    )
+
+
 def _all_inside(incident: Incident) -> Finding:
     verdict = incident.verdict
+    node = _the_one_node(incident)
+    if node is not None:
+        return Finding(
+            id=ONE_NODE_ID,
+            status=Status.FAIL,
+            priority=Priority.P0,
+            title=f"All {len(verdict.waiting)} ranks on {node} were inside {collective_name(verdict)} "
+            "and none was missing",
+            reference="debugging-guide.md § 19",
+            detail="No straggler and no silent rank, and every rank on one node: the collective ran over "
+            "the node's own GPU links (P2P, shared memory, NVLink) and could not complete. A rerun with "
+            "NCCL_P2P_DISABLE=1 that completes says peer access hung. If the job had other nodes whose "
+            "logs are not here, add them: then it is § 3.",
+            nodes=[node],
+            evidence=[evidence(e, incident.topology) for e in _waiting_witness(incident)],
+        )
     return Finding(
         id="triage.nccl.all_inside",
         status=Status.FAIL,
