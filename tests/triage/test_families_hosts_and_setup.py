@@ -246,6 +246,56 @@ def test_every_rank_inside_across_nodes_is_still_the_network(
     assert any(f.id == "triage.nccl.all_inside" for f in report.findings)
 
 
+# --- MPI called out of order, and a network plugin the loader refuses ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "*** The MPI_Comm_rank() function was called before MPI_INIT was invoked.",
+        "[gpu-3:01234] *** The MPI_Allreduce() function was called after MPI_FINALIZE was invoked.",
+    ],
+    ids=["before-init", "after-finalize"],
+)
+def test_an_mpi_call_out_of_order_is_the_programs_bug(tmp_path: Path, line: str) -> None:
+    text = f"{line}\n*** This is disallowed by the MPI standard.\n*** Your MPI job will now abort.\n"
+    report = triage(tmp_path, {"slurm-77.out": text})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    assert any(f.id == "triage.software.mpi_misuse" for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "NET/Plugin : dlerror=/opt/amazon/efa/lib/libfabric.so.1: version `FABRIC_1.8' not found "
+        "(required by /opt/conda/lib/libnccl-net.so) No plugin found (libnccl-net.so), using internal "
+        "implementation",
+        "NET/Plugin: Plugin load returned 2 : /usr/local/lib/libnccl-net.so: undefined symbol: "
+        "efadv_query_device : when loading libnccl-net.so",
+    ],
+    ids=["symbol-version", "undefined-symbol"],
+)
+def test_a_network_plugin_the_loader_refuses_is_a_build_mismatch(tmp_path: Path, message: str) -> None:
+    host = "ip-10-0-3-7:2211:2211 [0] NCCL INFO"
+    text = f"{host} {message}\n{host} Using network Socket\n"
+    report = triage(tmp_path, {"rank0.log": text})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.software.net_plugin_unloadable")
+    assert any("fi_info --version" in c.command for c in finding.suggested_commands)
+
+
+def test_no_plugin_installed_is_not_a_refused_plugin(tmp_path: Path) -> None:
+    text = (
+        "gpu-a:11:11 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared "
+        "object file: No such file or directory : when loading libnccl-net.so\n"
+        "gpu-a:11:11 [0] NCCL INFO NET/Plugin: Using internal network plugin.\n"
+    )
+    report = triage(tmp_path, {"rank0.log": text})
+    assert not [f for f in report.findings if f.id == "triage.software.net_plugin_unloadable"], describe(
+        report
+    )
+
+
 # --- peer access, whichever layer reports it ------------------------------------------------------------
 
 

@@ -34,6 +34,7 @@ FAILURES: dict[str, list[str]] = {
     ],
     "example-macro": ["Failed, NCCL error allreduce.cu:57 'unhandled system error'"],
     "example-macro-no-text": ["Failed: NCCL error csrc/comm/bootstrap-host.cpp:223 ''"],
+    "open-mpi-abort": ["*** An error occurred in MPI_Allreduce", "*** Your MPI job will now abort."],
     "xla": [
         "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: nccl_utils.cc:297: NCCL operation "
         "ncclCommInitRank(&comm, nranks, id, rank) failed: unhandled cuda error"

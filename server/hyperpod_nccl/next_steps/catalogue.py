@@ -552,6 +552,34 @@ def _topology(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _topology_file(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "grep -s -H -e NCCL_TOPO_FILE -e NCCL_GRAPH_FILE /etc/nccl.conf ~/.nccl.conf",
+            "whether the image or your home directory hands NCCL a topology or graph file at start",
+        ),
+        export(
+            "NCCL_DEBUG=INFO",
+            "NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH",
+            why="the next run names the topology file it loads and who set it (`Loading topology file`, "
+            "`NCCL_TOPO_FILE set by environment`); a network plugin before aws-ofi-nccl 1.11 sets its own",
+        ),
+        *_versions(facts),
+    ]
+
+
+def _plugin_unloadable(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "fi_info --version",
+            "the libfabric this node loads: the plugin needs the version its error names",
+        ),
+        *_versions(facts),
+    ]
+
+
 def _cuda(facts: Facts) -> list[SuggestedCommand]:
     return [
         kernel_log(
@@ -1033,6 +1061,9 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.nccl_init_stalled": _init_stalled,
     "triage.config.iommu_fault": _iommu,
     "triage.nccl.all_inside_one_node": _inside_one_node,
+    "triage.software.nccl_topology": _topology_file,
+    "triage.config.nccl_injected_topology": _topology_file,
+    "triage.software.net_plugin_unloadable": _plugin_unloadable,
     "triage.config.bootstrap_refused": _bootstrap_refused,
     "triage.network.peer_crashed": _peer_crashed,
     "triage.config.shm": _shm,

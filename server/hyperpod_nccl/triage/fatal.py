@@ -198,7 +198,7 @@ _SIMPLE: dict[str, Meaning] = {
         "before 1.11 sets its own) that lacks what this NCCL reads or describes another machine",
         C.SOFTWARE,
         78,
-        "debugging-guide.md § 10",
+        "debugging-guide.md § 19",
     ),
     "nccl_injected_topology": _fail(
         "triage.config.nccl_injected_topology",
@@ -522,6 +522,22 @@ _SIMPLE: dict[str, Meaning] = {
         C.CONFIG,
         75,
         "debugging-guide.md § 19",
+    ),
+    "net_plugin_unloadable": _fail(
+        "triage.software.net_plugin_unloadable",
+        "NCCL found its network plugin but the loader refused it (a library version it was built "
+        "against is missing here: the plugin and libfabric/EFA builds do not fit); NCCL fell back to "
+        "its internal sockets",
+        C.SOFTWARE,
+        72,
+        "debugging-guide.md § 13",
+    ),
+    "mpi_misuse": _fail(
+        "triage.software.mpi_misuse",
+        "The program called MPI before MPI_Init (or after MPI_Finalize); Open MPI aborts the job",
+        C.SOFTWARE,
+        80,
+        "debugging-guide.md § 15",
     ),
     "iommu_fault": _fail(
         "triage.config.iommu_fault",

@@ -281,6 +281,13 @@ GPU = (
 )
 
 PROCESS = (
+    # Open MPI refusing a call the program made out of order: `The MPI_Barrier() function was called
+    # before MPI_INIT was invoked.` (or after MPI_FINALIZE): the program's own bug.
+    _p(
+        "mpi_misuse",
+        ("before MPI_INIT was invoked", "after MPI_FINALIZE was invoked"),
+        r"(?P<call>MPI_\w+)\(\) function was called (?P<when>before MPI_INIT|after MPI_FINALIZE)",
+    ),
     _p("oom_killed", "Killed process", r"Killed process (?P<pid>\d+) \((?P<comm>[^)]*)\)", key="pid"),
     _p("oom_killed", "Detected", r"Detected (?P<events>\d+) oom[_-]kill event"),
     _p("oom_killed", "OOMKilled"),
@@ -599,6 +606,14 @@ CONFIG = (
             "Couldn't open AV",
             "Failed to initialize any NET plugin",
         ),
+    ),
+    # The plugin is there but the dynamic loader refused it: a library it was built against is
+    # older or missing here (`dlerror=…libfabric.so.1: version `FABRIC_1.7' not found`, an undefined
+    # symbol). NCCL then runs on its internal sockets, which the next line says and nothing fails.
+    _p(
+        "net_plugin_unloadable",
+        "NET/Plugin",
+        r"NET/Plugin ?:.*?(?P<what>version `[^']+' not found|undefined symbol: ?\S+)",
     ),
     _p(
         "efa_connect",
@@ -1035,6 +1050,10 @@ VISIBLE = (
             "non-zero status",
             "nonzero exit",
             "MPI_ABORT was invoked",
+            # Open MPI: `Your MPI job will now abort.` (after an error in an MPI call, or an MPI
+            # call made before MPI_Init), `*** An error occurred in MPI_Allreduce`
+            "Your MPI job will now abort",
+            "An error occurred in MPI_",
             "CrashLoopBackOff",
             "Back-off restarting failed container",
             # MPICH / Intel MPI (hydra)
