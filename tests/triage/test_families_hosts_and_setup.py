@@ -187,6 +187,19 @@ def test_iommu_faults_during_a_hang_are_the_host_configuration(tmp_path: Path, f
     assert any("/proc/cmdline" in c.command for c in finding.suggested_commands)
 
 
+def test_kernel_lines_in_seconds_since_boot_are_said_to_be_off_the_jobs_clock(tmp_path: Path) -> None:
+    fault = (
+        "[1478401.486981] DMAR: [DMA Write] Request device [02:00.0] fault addr cd139000 [fault reason 05]"
+    )
+    dated = "[2026-11-27 09:00:05,012] train.py:88 step 0\n"
+    report = triage(tmp_path, {"train.log": dated, "dmesg-gpubox.txt": fault + "\n"})
+    notes = report.job.notes if report.job else []
+    assert any("dmesg-gpubox.txt" in note and "seconds since boot" in note for note in notes), notes
+    dated_kernel = "[Fri Nov 27 09:01:02 2026] DMAR: [DMA Write] Request device [02:00.0] fault addr cd1\n"
+    report = triage(tmp_path, {"dmesg-gpubox.txt": dated_kernel})
+    assert not any("since boot" in note for note in (report.job.notes if report.job else [])), report.job
+
+
 def test_the_iommu_being_enabled_at_boot_is_not_a_fault(tmp_path: Path) -> None:
     boot = (
         "[    0.021337] DMAR: IOMMU enabled\n"

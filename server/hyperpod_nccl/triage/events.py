@@ -50,6 +50,7 @@ class FileScan:
     last_stamp: str | None = None  # the last time a line carries, the file's tail included
     utc_stamps: int = 0  # times whose format says they are UTC (`kubectl logs --timestamps`)
     zoneless_stamps: int = 0  # times that carry no zone
+    since_boot_lines: int = 0  # kernel lines stamped in seconds since boot: no time of day to place them
     frameworks: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
     damage: str | None = None  # why the file was not read to its end (binary, cut short, read error)

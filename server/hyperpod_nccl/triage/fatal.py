@@ -541,9 +541,8 @@ _SIMPLE: dict[str, Meaning] = {
     ),
     "iommu_fault": _fail(
         "triage.config.iommu_fault",
-        "The IOMMU refused a device's DMA (Intel VT-d DMAR / AMD-Vi page faults): GPU peer-to-peer or "
-        "GPUDirect RDMA traffic blocked by IOMMU translation, which NCCL waits on forever (boot with "
-        "iommu=pt, or disable PCIe ACS; a rerun with NCCL_P2P_DISABLE=1 that completes confirms it)",
+        "The IOMMU refused the devices' DMA (VT-d DMAR / AMD-Vi faults): GPU peer-to-peer or GPUDirect "
+        "traffic blocked, which NCCL waits on forever",
         C.CONFIG,
         74,
         "debugging-guide.md § 19",

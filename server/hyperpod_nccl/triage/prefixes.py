@@ -58,7 +58,7 @@ _DMESG_T_DATE = (
     r"(?P<dmesg_month>\w{3}) +(?P<dmesg_day>\d+) (?P<dmesg_clock>\d\d:\d\d:\d\d) (?P<dmesg_year>\d{4})"
 )
 _DMESG_T = rf"\[\w{{3}} {_DMESG_T_DATE}\] "
-_DMESG = r"\[\s*\d+\.\d+\] "
+_DMESG = r"(?P<dmesg>\[\s*\d+\.\d+\] )"
 _JOURNAL = (
     r"(?P<journal_month>\w{3}) +(?P<journal_day>\d+) (?P<journal_clock>\d\d:\d\d:\d\d) "
     r"(?P<journal_host>[\w.-]+) kernel: "
@@ -86,6 +86,7 @@ class Stripped:
     task: int | None = None  # srun --label task of a launcher (torchrun agent), not a rank
     label: int | None = None  # the srun --label / mpirun task number, whatever it turns out to be
     rank_from_label: bool = False  # `rank` is the label: a rank only if no line of the file says otherwise
+    since_boot: bool = False  # stamped in seconds since the kernel booted (`dmesg` without -T): no clock time
 
 
 def strip(line: str) -> Stripped:
@@ -167,6 +168,8 @@ def _strip_logger(text: str, found: Stripped) -> str:
     elif groups["dmesg_month"]:
         month, day = _MONTHS.get(groups["dmesg_month"], 1), int(groups["dmesg_day"])
         found.stamp = f"{groups['dmesg_year']}-{month:02d}-{day:02d}T{groups['dmesg_clock']}"
+    elif groups["dmesg"]:
+        found.since_boot = True
     elif groups["journal_month"]:
         month, day = _MONTHS.get(groups["journal_month"], 1), int(groups["journal_day"])
         found.stamp = f"{UNKNOWN_YEAR}-{month:02d}-{day:02d}T{groups['journal_clock']}"

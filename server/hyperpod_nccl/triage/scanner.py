@@ -295,6 +295,8 @@ def _note_identity(state: _FileState, stripped: Stripped) -> None:
 
 
 def _note_stamp(scan: FileScan, stripped: Stripped) -> None:
+    if stripped.since_boot:
+        scan.since_boot_lines += 1
     if stripped.stamp:
         scan.first_stamp = scan.first_stamp or stripped.stamp
         scan.last_stamp = stripped.stamp

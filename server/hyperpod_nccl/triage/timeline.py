@@ -29,10 +29,13 @@ class Clock:
     def __init__(self, scans: Iterable[FileScan]) -> None:
         years: Counter[int] = Counter()
         utc = zoneless = 0
+        self.since_boot: list[str] = []  # files whose kernel lines count seconds since boot
         for scan in scans:
             years.update(scan.dated_years)
             utc += scan.utc_stamps
             zoneless += scan.zoneless_stamps
+            if scan.since_boot_lines and not scan.dated_years:
+                self.since_boot.append(scan.source)
         self.year = years.most_common(1)[0][0] if years else None
         self.yearless_seen = False
         self.utc = utc > 0 and zoneless == 0  # every dated line said UTC
@@ -61,6 +64,14 @@ class Clock:
     def notes(self) -> list[str]:
         """How times were read (the zone itself is the job's `time_zone`)."""
         notes = []
+        if self.since_boot:
+            files = ", ".join(self.since_boot[:3])
+            more = f" (+{len(self.since_boot) - 3} more)" if len(self.since_boot) > 3 else ""
+            notes.append(
+                f"Kernel lines in {files}{more} count seconds since boot (`dmesg` without -T): they cannot "
+                "be placed on the job's clock, so the timeline lists them undated; `dmesg -T` or the "
+                "journal gives their time."
+            )
         if self.yearless_seen and self.year is not None:
             notes.append(
                 f"Year {self.year} inferred for year-less stamps (PyTorch ≥ 2.4 `E0626 06:24:44`, torchrun, "

@@ -225,9 +225,8 @@ def _the_one_node(incident: Incident) -> str | None:
 
 def _one_node_title(node: str) -> str:
     return (
-        f"Every rank was inside the collective on one node ({node}) and it could not complete: "
-        "peer-to-peer between its GPUs (an IOMMU or PCIe ACS in the way, NVLink or the fabric manager), "
-        "not a network"
+        f"Every rank, all on {node}, was inside the collective and it could not complete: the GPUs' own "
+        "links (IOMMU or PCIe ACS, NVLink, fabric manager), not a network"
     )
 
 
