@@ -153,6 +153,9 @@ def test_a_topology_without_an_attribute_this_nccl_reads_is_a_version_matter(
     report = triage(tmp_path, {"rank1.log": text})
     assert cause(report) == (Category.SOFTWARE, [], ["ip-10-1-2-3"]), describe(report)
     assert quotes(report, f"Attribute {attribute} of node {node} not found")
+    finding = next(f for f in report.findings if f.id == "triage.software.topology_attribute")
+    assert "aws-ofi-nccl" in finding.title
+    assert any("NCCL_TOPO_FILE" in c.command for c in finding.suggested_commands)
 
 
 def test_of_node_in_a_healthy_line_is_not_a_topology_failure(tmp_path: Path) -> None:

@@ -1062,6 +1062,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.iommu_fault": _iommu,
     "triage.nccl.all_inside_one_node": _inside_one_node,
     "triage.software.nccl_topology": _topology_file,
+    "triage.software.topology_attribute": _topology_file,
     "triage.config.nccl_injected_topology": _topology_file,
     "triage.software.net_plugin_unloadable": _plugin_unloadable,
     "triage.config.bootstrap_refused": _bootstrap_refused,

@@ -194,8 +194,16 @@ _SIMPLE: dict[str, Meaning] = {
     "nccl_topology": _fail(
         "triage.software.nccl_topology",
         "NCCL's topology search failed: an NCCL older than this machine's GPUs or NVSwitch, devices "
-        "hidden unevenly (CUDA_VISIBLE_DEVICES), or a topology file (NCCL_TOPO_FILE; aws-ofi-nccl "
-        "before 1.11 sets its own) that lacks what this NCCL reads or describes another machine",
+        "hidden unevenly (CUDA_VISIBLE_DEVICES), or an NCCL_TOPO_FILE written for another machine",
+        C.SOFTWARE,
+        78,
+        "debugging-guide.md § 19",
+    ),
+    "topology_attribute": _fail(
+        "triage.software.topology_attribute",
+        "NCCL read a topology without an attribute it needs: a static topology file from the network "
+        "plugin (aws-ofi-nccl before 1.11 loads one for p4d/p5) read with only some GPUs visible or by "
+        "a newer NCCL; upgrade the plugin, or unset NCCL_TOPO_FILE if the job sets it",
         C.SOFTWARE,
         78,
         "debugging-guide.md § 19",
@@ -603,7 +611,7 @@ _WORKER_EXIT = _consequence(
     "triage.consequence.worker_exit", "Workers exited after the failure", "debugging-guide.md § 1"
 )
 NCCL_RAISED = _consequence(
-    "triage.consequence.nccl_error", "NCCL errors raised to Python", "debugging-guide.md § 3"
+    "triage.consequence.nccl_error", "NCCL calls that returned an error", "debugging-guide.md § 3"
 )
 
 # Xid → (what it means, whether it is a hardware fault). From the driver's nverror.h mnemonics and

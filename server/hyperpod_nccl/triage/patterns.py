@@ -531,7 +531,11 @@ CONFIG = (
     # A topology that lacks an attribute this NCCL reads (graph/xml.h: `Attribute arch of node cpu
     # not found`): a static topology file from an older network plugin (aws-ofi-nccl before 1.11
     # shipped p4d/p5 files), read with only some of the GPUs visible or by a newer NCCL.
-    _p("nccl_topology", " of node ", r"Attribute \S+ of node \S+ (?:not found|is not an int)"),
+    _p(
+        "topology_attribute",
+        " of node ",
+        r"Attribute (?P<attribute>\S+) of node (?P<node_kind>\S+) (?:not found|is not an int)",
+    ),
     # A graph or topology file injected through NCCL_GRAPH_FILE / NCCL_TOPO_FILE (often from
     # /etc/nccl.conf) that describes another machine (`XML Import Channel : dev 1 not found`), or
     # that NCCL cannot open or parse (graph/xml.cc).

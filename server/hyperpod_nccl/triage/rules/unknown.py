@@ -26,7 +26,7 @@ _MAX_WITNESSES = 4
 # earliest of them is named before the earliest consequence (a SIGTERM, the watchdog abort).
 _PRIMARY: dict[str, tuple[str, str]] = {
     "nccl_warn": ("an NCCL WARN line", "debugging-guide.md § 3"),
-    "nccl_error": ("an NCCL error raised to Python", "debugging-guide.md § 3"),
+    "nccl_error": ("an NCCL call that returned an error", "debugging-guide.md § 3"),
     "remote_exit": ("NCCL: remote process exited or network error", "debugging-guide.md § 3"),
     "transport_error": ("a transport error", "debugging-guide.md § 3"),
     "ib_setup": ("a failed IB/RoCE verbs call", "debugging-guide.md § 3"),
