@@ -7,7 +7,7 @@ once. A time without a zone is not guessed into UTC unless its source is UTC by 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 
 def parse_utc(text: object, *, naive_is_utc: bool = False) -> datetime | None:
@@ -44,3 +44,17 @@ def human_span(seconds: float) -> str:
         return f"{hours} h {minutes} min" if minutes else f"{hours} h"
     days, hours = divmod(hours, 24)
     return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+_LONGEST_WAIT = timedelta(days=366)  # no watchdog or store timeout is set longer than this
+
+
+def earlier_by(moment: datetime, milliseconds: int) -> datetime | None:
+    """`moment` minus a timeout a log line states, or None when the amount is no wait a process
+    could have made (over a year: a garbled or crafted line), rather than an overflow."""
+    if not 0 <= milliseconds <= _LONGEST_WAIT // timedelta(milliseconds=1):
+        return None
+    try:
+        return moment - timedelta(milliseconds=milliseconds)
+    except OverflowError:  # before year 1
+        return None

@@ -24,7 +24,7 @@ from hyperpod_nccl.slurm.probe import snapshot_from_output
 from hyperpod_nccl.slurm.service import slurm_report
 from hyperpod_nccl.snapshot import Snapshot, UnusableSnapshot
 from hyperpod_nccl.triage.discover import InputFile
-from hyperpod_nccl.triage.engine import analyse
+from hyperpod_nccl.triage.engine import analyse, run_triage
 from hyperpod_nccl.triage.patterns import EVENT_PATTERNS, FACT_PATTERNS, STORAGE_PATTERNS
 from hyperpod_nccl.triage.prefixes import strip
 from hyperpod_nccl.triage.run_facts import RUN_FACTS
@@ -224,3 +224,19 @@ def test_no_catalogue_pattern_backtracks_for_long_on_a_line_that_holds_its_ancho
                 if taken > 0.5:
                     slow[(pattern.kind, anchor, run)] = round(taken, 2)
     assert slow == {}
+
+
+def test_a_timeout_no_process_could_wait_is_read_as_unknown_not_a_crash(tmp_path: Path) -> None:
+    """A watchdog line stating a timeout of 10^20 ms (garbled or crafted): the times derived from it
+    are left out, and the rest of the report still comes."""
+    stamp = "[2026-11-27 10:00:00,000] train.py:1 step 1\n"
+    for rank, timeout in ((0, "99999999999999999999"), (1, "99999999999999")):
+        (tmp_path / f"rank{rank}.log").write_text(
+            stamp
+            + f"[rank{rank}]:[E1127 10:30:00.000 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            f"Timeout(ms)={timeout}) ran for 600043 milliseconds before timing out.\n"
+        )
+    report = run_triage([tmp_path])
+    assert report.root_cause is not None
+    assert all("≈" not in step for step in report.root_cause.chain)  # no collective start derived

@@ -10,10 +10,11 @@ entry from the same log line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from hyperpod_nccl.models import Report, TimelineEvent
 from hyperpod_nccl.rankset import expand
+from hyperpod_nccl.utc import earlier_by
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ def stuck_collective(report: Report) -> StuckCollective | None:
     for started, start_entry in sorted(timed, key=lambda pair: pair[0]):
         for fired, fired_entry in timed:
             same_line = fired_entry.source == start_entry.source and fired_entry is not start_entry
-            if same_line and fired - started == timedelta(milliseconds=timeout):
+            if same_line and earlier_by(fired, timeout) == started:
                 waiting = {rank for group in fired_groups for rank in _ranks(group.ranks)}
                 others = {
                     rank

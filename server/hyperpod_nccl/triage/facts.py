@@ -14,6 +14,7 @@ from hyperpod_nccl.next_steps import Facts, Quoted
 from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.rules.origin import peer_instance
 from hyperpod_nccl.triage.run import processes_ended
+from hyperpod_nccl.utc import earlier_by
 
 # sbatch's default `slurm-%j.out` (or `slurm-%A_%a.out`), and `--output=%x-%j-%t.out`-style names.
 _SLURM_OUT = re.compile(r"(?:^|/)slurm-(\d{1,12})(?:_\d{1,9})?(?:\.\d+)?\.(?:out|err|log)(?:\.gz)?$")
@@ -132,7 +133,7 @@ def _window(finding: Finding, job: JobFacts) -> tuple[str, str] | None:
     if not moments:
         return None
     timeouts = [int(found.group(1)) for e in finding.evidence if (found := _WATCHDOG_TIMEOUT.search(e.text))]
-    first = min(moments) - timedelta(milliseconds=max(timeouts, default=0))
+    first = earlier_by(min(moments), max(timeouts, default=0)) or min(moments)
     last = min(max(moments), first + _LONGEST)
     return (f"{first - _BEFORE:%Y-%m-%d %H:%M}", f"{last + _AFTER:%Y-%m-%d %H:%M}")
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from hyperpod_nccl.models import TimelineEvent
 from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR
+from hyperpod_nccl.utc import earlier_by
 
 if TYPE_CHECKING:
     from hyperpod_nccl.triage.model import Incident
@@ -97,7 +98,7 @@ def collective_start(fired_at: datetime | None, timeout_ms: int | None) -> datet
     """When the stuck collective was issued: the watchdog fires `timeout` after it started."""
     if fired_at is None or not timeout_ms:
         return None
-    return fired_at - timedelta(milliseconds=timeout_ms)
+    return earlier_by(fired_at, timeout_ms)
 
 
 def entry(event: Event, clock: Clock, text: str) -> TimelineEvent:

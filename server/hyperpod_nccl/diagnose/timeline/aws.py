@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
 
 from hyperpod_nccl.analyze.cluster_events import is_problem
 from hyperpod_nccl.analyze.job_topology import Topology
@@ -11,7 +10,7 @@ from hyperpod_nccl.diagnose.timeline.model import TimedEvent
 from hyperpod_nccl.models import Category
 from hyperpod_nccl.snapshot import Snapshot
 from hyperpod_nccl.snapshot.aws import CloudWatchScan, StreamMatches
-from hyperpod_nccl.utc import parse_utc
+from hyperpod_nccl.utc import earlier_by, parse_utc
 
 _GPU_WORDS = re.compile(r"\b(gpu|xid|dcgm|ecc|nvlink|nvswitch)\b", re.IGNORECASE)
 _TIMEOUT_MS = re.compile(r"Timeout\(ms\)=(\d+)")
@@ -104,9 +103,9 @@ def _stream_events(scan: CloudWatchScan, stream: StreamMatches, topology: Topolo
         **where,
     )
     timeout = _TIMEOUT_MS.search(stream.sample or "")
-    if not (watchdog_only and timeout and first):
+    started = earlier_by(first, int(timeout.group(1))) if timeout and first else None
+    if not (watchdog_only and timeout and started):
         return [entry]
-    started = first - timedelta(milliseconds=int(timeout.group(1)))
     text = f"stuck collective issued (watchdog time − {timeout.group(1)} ms timeout, from {stream.stream})"
     return [
         entry,
