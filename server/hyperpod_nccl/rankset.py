@@ -20,9 +20,18 @@ def compress(ranks: Iterable[int]) -> str:
     return ",".join(runs)
 
 
+# No job has more ranks than this (the largest run today is ~100,000 GPUs): a world size, a rank or a
+# rank list past it is a garbled or crafted line, and expanding it would exhaust memory.
+MAX_RANKS = 1 << 20
+
+
 def expand(text: str) -> list[int]:
+    """`0-6,8` → [0, …, 6, 8]; ValueError when it is not a rank list, or names more than MAX_RANKS."""
     ranks: list[int] = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         low, _, high = part.partition("-")
-        ranks.extend(range(int(low), int(high or low) + 1))
+        first, last = int(low), int(high or low)
+        if not 0 <= first <= last < MAX_RANKS or len(ranks) + last - first >= MAX_RANKS:
+            raise ValueError(f"not a rank list of at most {MAX_RANKS} ranks: {part}")
+        ranks.extend(range(first, last + 1))
     return ranks

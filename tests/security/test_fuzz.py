@@ -240,3 +240,18 @@ def test_a_timeout_no_process_could_wait_is_read_as_unknown_not_a_crash(tmp_path
     report = run_triage([tmp_path])
     assert report.root_cause is not None
     assert all("≈" not in step for step in report.root_cause.chain)  # no collective start derived
+
+
+def test_world_sizes_and_rank_lists_no_job_could_have_are_not_expanded(tmp_path: Path) -> None:
+    """A communicator of 10^11 ranks, a rank numbered 10^11, an srun task range of as many: read as
+    no rank at all, where expanding them would exhaust memory."""
+    huge = "99999999999"
+    (tmp_path / "rank0.log").write_text(
+        f"gpu-a:11:12 [0] NCCL INFO comm 0x55 rank 0 nranks {huge} cudaDev 0 busId 1b000 - Init COMPLETE\n"
+        f"[rank{huge}]: RuntimeError: boom\n"
+        f"srun: error: gpu-b: tasks 0-{huge}: Exited with exit code 1\n"
+        f"MEMBER: 1/{huge}\n"
+    )
+    report = run_triage([tmp_path])
+    assert report.root_cause is not None
+    assert report.job is None or (report.job.world_size or 0) < 1 << 20

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hyperpod_nccl.models import JobSummary, VersionGroup
-from hyperpod_nccl.rankset import compress, expand
+from hyperpod_nccl.rankset import MAX_RANKS, compress, expand
 from hyperpod_nccl.triage.events import Event, FileScan
 
 if TYPE_CHECKING:
@@ -64,10 +64,10 @@ def build_topology(scans: Iterable[FileScan], by_kind: ByKind) -> Topology:
     sizes += [int(e.fields["nranks"]) for e in by_kind.get("comm_rank", ())]
     sizes += [int(e.fields["expected"]) for e in by_kind.get("rendezvous", ()) if "expected" in e.fields]
     sizes += [int(e.fields["world"]) for e in by_kind.get("ddp_member", ())]  # Lightning's `MEMBER: 3/8`
-    world = max(sizes, default=0)
+    world = max((size for size in sizes if size <= MAX_RANKS), default=0)
     _learn_from_lines(topology, by_kind, world)
     ranks_seen = {e.rank for events in by_kind.values() for e in events if e.rank is not None}
-    ranks_seen |= set(topology.rank_node)
+    ranks_seen = {rank for rank in ranks_seen | set(topology.rank_node) if 0 <= rank < MAX_RANKS}
     topology.world_size = world or (max(ranks_seen) + 1 if ranks_seen else None)
     topology.world_known = bool(world)
     topology.nodes = sorted(hosts | set(topology.rank_node.values()))
