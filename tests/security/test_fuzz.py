@@ -255,3 +255,16 @@ def test_world_sizes_and_rank_lists_no_job_could_have_are_not_expanded(tmp_path:
     report = run_triage([tmp_path])
     assert report.root_cause is not None
     assert report.job is None or (report.job.world_size or 0) < 1 << 20
+
+
+def test_stamps_at_the_calendars_ends_are_left_undated_not_a_crash(tmp_path: Path) -> None:
+    """Year 1 and year 9999 (a garbled or crafted stamp): the times around them would leave the
+    calendar; they are read as undated lines and the report still comes."""
+    (tmp_path / "rank0.log").write_text(
+        "[0001-01-01 00:00:00,000] trainer started\n"
+        "[0001-01-01 00:01:00,000] RuntimeError: NCCL error: unhandled system error\n"
+        "[9999-12-31 23:59:59,000] Killed process 1234 (python)\n"
+    )
+    report = run_triage([tmp_path])
+    assert report.root_cause is not None
+    assert all(entry.time is None for entry in report.timeline)

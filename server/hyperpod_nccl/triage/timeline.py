@@ -24,6 +24,11 @@ if TYPE_CHECKING:
     from hyperpod_nccl.triage.model import Incident
 
 
+# A stamp outside these years is a garbled or crafted line, not a time: left undated, it cannot
+# push the arithmetic on times (windows, derived starts) past the calendar's ends.
+_PLAUSIBLE_YEARS = range(1970, 2200)
+
+
 class Clock:
     """Turns raw stamps into datetimes, filling in the inferred year."""
 
@@ -32,7 +37,7 @@ class Clock:
         utc = zoneless = 0
         self.since_boot: list[str] = []  # files whose kernel lines count seconds since boot
         for scan in scans:
-            years.update(scan.dated_years)
+            years.update({year: n for year, n in scan.dated_years.items() if year in _PLAUSIBLE_YEARS})
             utc += scan.utc_stamps
             zoneless += scan.zoneless_stamps
             if scan.since_boot_lines and not scan.dated_years:
@@ -50,9 +55,10 @@ class Clock:
                 return None
             stamp = f"{self.year}{stamp[4:]}"
         try:
-            return datetime.fromisoformat(stamp[:19])
+            moment = datetime.fromisoformat(stamp[:19])
         except ValueError:
             return None
+        return moment if moment.year in _PLAUSIBLE_YEARS else None
 
     @property
     def zone(self) -> str:
