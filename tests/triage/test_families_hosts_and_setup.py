@@ -262,6 +262,19 @@ def test_every_rank_inside_across_nodes_is_still_the_network(
     assert any(f.id == "triage.nccl.all_inside" for f in report.findings)
 
 
+def test_ranks_of_the_world_that_left_no_line_are_named_in_the_job_notes(tmp_path: Path) -> None:
+    one_rank = (
+        "[rank3]: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, internal\n"
+    )
+    report = triage(tmp_path, {"rank3.log": one_rank})
+    notes = report.job.notes if report.job else []
+    assert any(note.startswith("Ranks 0-2 of 4 (inferred") for note in notes), notes
+    every_rank = triage(tmp_path / "all", _ranks_inside(("gpu-a", "gpu-b"), 2))
+    assert not any("left no line" in note for note in (every_rank.job.notes if every_rank.job else [])), (
+        every_rank
+    )
+
+
 # --- MPI called out of order, and a network plugin the loader refuses ---------------------------------------
 
 

@@ -556,8 +556,9 @@ def _topology_file(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(
             facts,
-            "grep -s -H -e NCCL_TOPO_FILE -e NCCL_GRAPH_FILE /etc/nccl.conf ~/.nccl.conf",
-            "whether the image or your home directory hands NCCL a topology or graph file at start",
+            "grep -H -e NCCL_TOPO_FILE -e NCCL_GRAPH_FILE /etc/nccl.conf",
+            "whether the image hands NCCL a topology or graph file at start (a .nccl.conf in the home "
+            "directory of the user who runs the job can set them too)",
         ),
         export(
             "NCCL_DEBUG=INFO",

@@ -143,7 +143,12 @@ def job_summary(
         rank_map=[f"{node}: {compress(ranks)}" for node, ranks in list(per_node.items())[:_MAP_LINES]],
         rank_map_note=_map_note(per_node),
         versions=version_groups(incident.versions),
-        notes=[*_nodes_not_in_input(incident), *_machines_behind_one_name(shared), *incident.clock.notes()],
+        notes=[
+            *_nodes_not_in_input(incident),
+            *_ranks_not_in_input(incident),
+            *_machines_behind_one_name(shared),
+            *incident.clock.notes(),
+        ],
         job_id=job_id,
     )
 
@@ -157,6 +162,22 @@ def _nodes_not_in_input(incident: Incident) -> list[str]:
         f"The launch asks for {asked} nodes ({launch.source}:{launch.line}); the input holds lines from "
         f"{seen or 'no named'} "
         f"node{'s' if seen != 1 else ''}: add the other nodes' logs and triage again."
+    ]
+
+
+def _ranks_not_in_input(incident: Incident) -> list[str]:
+    """Ranks of the job's world that left no line: what they did is not in the input."""
+    topology, seen = incident.topology, incident.ranks_seen
+    if not seen or topology.world_size is None:
+        return []
+    missing = [rank for rank in topology.world if rank not in seen]
+    if not missing:
+        return []
+    how = "a line states it" if topology.world_known else "inferred from the highest rank seen"
+    who = f"Rank {missing[0]}" if len(missing) == 1 else f"Ranks {compress(missing)}"
+    return [
+        f"{who} of {topology.world_size} ({how}) left no line in the input: add their logs to see what "
+        "they did."
     ]
 
 
