@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_nccl.models import Category, Status
+from hyperpod_nccl.models import BlastRadius, Category, Status
 from tests.triage.test_families import cause, describe, nccl_warn, quotes, triage
 
 # --- two machines, one hostname ---------------------------------------------------------------------
@@ -188,6 +188,8 @@ def test_iommu_faults_during_a_hang_are_the_host_configuration(tmp_path: Path, f
     finding = next(f for f in report.findings if f.id == "triage.config.iommu_fault")
     assert quotes(report, fault[fault.index("] ") + 2 : fault.index("] ") + 30])
     assert any("/proc/cmdline" in c.command for c in finding.suggested_commands)
+    fix = [c for c in finding.suggested_commands if "iommu=pt" in c.command]
+    assert [c.blast_radius for c in fix] == [BlastRadius.DRAINS_OR_REBOOTS_NODE], fix
 
 
 def test_kernel_lines_in_seconds_since_boot_are_said_to_be_off_the_jobs_clock(tmp_path: Path) -> None:

@@ -993,6 +993,14 @@ def _iommu(facts: Facts) -> list[SuggestedCommand]:
         on_node_check(facts, "cat /proc/cmdline", "whether the kernel boots with iommu=pt (passthrough)"),
         _gpu_bus_ids(facts),
         *_init_stalled(facts),
+        suggest(
+            *on_node(facts, "sudo grubby --update-kernel=ALL --args=iommu=pt"),
+            why="the fix, once a rerun with NCCL_P2P_DISABLE=1 completes: the IOMMU in passthrough from "
+            "the next boot (RHEL, Amazon Linux; on Ubuntu add iommu=pt to GRUB_CMDLINE_LINUX in "
+            f"/etc/default/grub and run update-grub), then reboot the node with no job on it{_where(facts)}",
+            blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
+            permission=_ROOT_ON_NODE,
+        ),
     ]
 
 
