@@ -192,6 +192,16 @@ def test_iommu_faults_during_a_hang_are_the_host_configuration(tmp_path: Path, f
     assert [c.blast_radius for c in fix] == [BlastRadius.DRAINS_OR_REBOOTS_NODE], fix
 
 
+def test_each_faulting_device_is_quoted_whichever_vendors_words_name_it(tmp_path: Path) -> None:
+    faults = "".join(
+        f"[  402.{n}] iommu ivhd0: AMD-Vi: Event logged [IO_PAGE_FAULT device={bdf} domain=0x0000 "
+        "address=0xfee00000 flags=0x0000]\n"
+        for n, bdf in enumerate(("c4:00.0", "c5:00.0"))
+    )
+    report = triage(tmp_path, {"dmesg.txt": faults})
+    assert quotes(report, "device=c4:00.0") and quotes(report, "device=c5:00.0"), describe(report)
+
+
 def test_kernel_lines_in_seconds_since_boot_are_said_to_be_off_the_jobs_clock(tmp_path: Path) -> None:
     fault = (
         "[1478401.486981] DMAR: [DMA Write] Request device [02:00.0] fault addr cd139000 [fault reason 05]"

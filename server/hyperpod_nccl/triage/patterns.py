@@ -258,9 +258,9 @@ GPU = (
     _p(
         "iommu_fault",
         ("DMAR: [DMA ", "IO_PAGE_FAULT"),
-        r"DMAR: \[DMA (?:Read|Write)[^\]]*\] Request device \[(?P<bdf>[0-9a-fA-F:.]+)\]"
-        r"|IO_PAGE_FAULT device=(?P<device>[0-9a-fA-F:.]+)",
-        key="bdf",
+        r"(?:DMAR: \[DMA (?:Read|Write)[^\]]*\] Request device \[|IO_PAGE_FAULT device=)"
+        r"(?P<bdf>[0-9a-fA-F:.]+)",
+        key="bdf",  # one event per faulting device, whichever vendor's words name it
     ),
     _p(
         "xid",

@@ -166,11 +166,14 @@ def _nodes_not_in_input(incident: Incident) -> list[str]:
 
 
 def _ranks_not_in_input(incident: Incident) -> list[str]:
-    """Ranks of the job's world that left no line: what they did is not in the input."""
+    """Ranks of the job's world that left no line: what they did is not in the input. Where ranks
+    have NCCL states, the rank-state groups name the absent ones (`classify`); ranks whose files
+    were only partly read have the reading's caveat."""
     topology, seen = incident.topology, incident.ranks_seen
-    if not seen or topology.world_size is None:
+    if incident.states or not seen or topology.world_size is None:
         return []
-    missing = [rank for rank in topology.world if rank not in seen]
+    unread = incident.reading.unread_ranks
+    missing = [rank for rank in topology.world if rank not in seen and rank not in unread]
     if not missing:
         return []
     how = "a line states it" if topology.world_known else "inferred from the highest rank seen"
