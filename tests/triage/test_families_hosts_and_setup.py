@@ -337,6 +337,43 @@ def test_no_plugin_installed_is_not_a_refused_plugin(tmp_path: Path) -> None:
     )
 
 
+# --- Transformer Engine's userbuffers (TP communication overlap) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [
+            "[rank3]: !!! [UB] Create UbufCommOverlap Communicator",
+            "[rank3]: Failed: CUDA error /opt/te/transformer_engine/common/comm_gemm_overlap/userbuffers/"
+            "userbuffers-host.cpp:512 'invalid argument'",
+        ],
+        [
+            "[rank1]: NVONLY AGBAR:SM 0 [0]:expecting 2048 got 2040",
+            "[rank1]: NVONLY RSBAR:SM 3 [0]:expecting 2048 got 2044",
+        ],
+    ],
+    ids=["bootstrap-cuda-error", "kernel-barrier"],
+)
+def test_userbuffers_failing_is_the_comm_overlap(tmp_path: Path, lines: list[str]) -> None:
+    report = triage(tmp_path, {"train.log": "\n".join(lines) + "\n"})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.software.comm_overlap")
+    assert finding.reference == "debugging-guide.md § 18"
+    assert any("transformer_engine.__version__" in c.command for c in finding.suggested_commands)
+
+
+def test_userbuffers_setting_up_is_not_a_failure(tmp_path: Path) -> None:
+    text = (
+        "!!! [UB] Create UbufP2PCommOverlap Communicator\n"
+        "UB_TIMEOUT is set to 110 sec, 217800000000 cycles, freq: 1980000khz\n"
+        "!!! [UBP2P] Register UBuf 1\n"
+        "Using userbuffers from transformer_engine/pytorch/csrc/userbuffers for TP overlap\n"
+    )
+    report = triage(tmp_path, {"train.log": text})
+    assert [f.status for f in report.findings] == [Status.PASS], describe(report)
+
+
 # --- peer access, whichever layer reports it ------------------------------------------------------------
 
 

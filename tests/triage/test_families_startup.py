@@ -103,6 +103,16 @@ def test_a_process_group_that_formed_and_trained_is_not_stalled(tmp_path: Path) 
     assert not any(f.id == "triage.rendezvous.forming_stalled" for f in report.findings), describe(report)
 
 
+def test_a_store_barrier_every_rank_completed_is_not_stalled(tmp_path: Path) -> None:
+    text = (
+        _FORMING[1]
+        + "\nINFO:torch.distributed.distributed_c10d:Rank 3: Completed store-based barrier for key:"
+        "store_based_barrier_key:1 with 4 nodes.\n"
+    )
+    report = triage(tmp_path, {"train.log": text})
+    assert [f.status for f in report.findings] == [Status.PASS], describe(report)
+
+
 def test_nccl_stalled_before_init_complete_on_one_node_names_that_node(tmp_path: Path) -> None:
     lines = [
         "gpubox:15833:15833 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.5<0>",

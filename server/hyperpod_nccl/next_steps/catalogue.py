@@ -1048,6 +1048,18 @@ def _ddp_unused(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _comm_overlap(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "python -c 'import transformer_engine; print(transformer_engine.__version__)'",
+            "the Transformer Engine the job loads: userbuffers with TP smaller than the world failed to "
+            "bootstrap before 1.10 (run it in the job's environment)",
+        ),
+        *_versions(facts),
+    ]
+
+
 ID_STEPS: dict[str, Steps] = {
     "triage.nccl.silent_ranks": _silent,
     "triage.nccl.silent_exit": _silent,
@@ -1084,6 +1096,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.infra.node_failure": _node_lost,
     "triage.infra.node_not_ready": _node_lost,
     "triage.software.ddp_unused_parameters": _ddp_unused,
+    "triage.software.comm_overlap": _comm_overlap,
 }
 
 # Findings no command fits, and why: the fix is in the training code or the job's own settings,

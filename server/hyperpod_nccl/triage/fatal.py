@@ -487,6 +487,15 @@ _SIMPLE: dict[str, Meaning] = {
         74,
         "debugging-guide.md § 10",
     ),
+    "comm_overlap": _fail(
+        "triage.software.comm_overlap",
+        "Transformer Engine's userbuffers (TP communication overlap, `--tp-comm-overlap`) failed: its "
+        "bootstrap, or a barrier between the tensor-parallel GPUs that a peer never reached; the overlap "
+        "setup or its Transformer Engine version, not the network",
+        C.SOFTWARE,
+        70,
+        "debugging-guide.md § 18",
+    ),
     "ddp_reducer": _fail(
         "triage.software.ddp_unused_parameters",
         "DDP: some parameters took no part in the loss (a forward that skips modules, or outputs left out of "

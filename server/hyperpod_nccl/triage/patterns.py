@@ -156,6 +156,20 @@ COLLECTIVES = (
     ),
 )
 
+# Transformer Engine's userbuffers (TP communication overlap, Megatron's `--tp-comm-overlap`): a call
+# failing in its own sources while it bootstraps (`Failed, NCCL error
+# …/userbuffers/userbuffers-host.cpp:223 ''`, a CUDA or MPI call there), or one of its kernels giving
+# up on a barrier a peer GPU never reached (`NVONLY RSBAR:SM 1 [7]:expecting 67547 got 67546`). Tried
+# before the CUDA and NCCL results, which would name only the call that reported it.
+COMM_OVERLAP = (
+    _p(
+        "comm_overlap",
+        ("userbuffers", "comm_gemm_overlap", "BAR:SM "),
+        r"(?i:fail|error)[^\n]{0,200}?(?P<where>(?:userbuffers|comm_gemm_overlap)[\w./-]{0,200}?:\d+)"
+        r"|(?P<barrier>[A-Z]{0,12}BAR):SM \d+ \[\d+\]: ?expecting (?P<expected>-?\d+) got (?P<got>-?\d+)",
+    ),
+)
+
 GPU = (
     _p("invalid_device", "invalid device ordinal"),
     _p(
@@ -1099,6 +1113,7 @@ VISIBLE = (
 EVENT_PATTERNS: tuple[Pattern, ...] = (
     NCCL_STATE
     + COLLECTIVES
+    + COMM_OVERLAP
     + GPU
     + PROCESS
     + CONFIG
@@ -1167,6 +1182,9 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
             "Waiting in store based barrier",
         ),
     ),
+    # … and every rank's key arrived: `Rank 0: Completed store-based barrier for key:store_based_barrier_key:1
+    # with 2 nodes.` The group formed; a paste that stops after it stopped somewhere else.
+    _p("pg_formed", "Completed store-based barrier"),
     # Any NCCL's word that a communicator is up (the line's layout changed across versions).
     _p("init_complete", "Init COMPLETE"),
     _p(

@@ -149,7 +149,7 @@ def process_group_stalled(incident: Incident) -> Outcome:
     """The framework began forming the process group and nothing later shows: where a hung job's
     paste ends when the processes never all meet (NCCL at INFO level and Lightning say more, above)."""
     forming = incident.index.kind("pg_forming")
-    later = incident.index.kind(*_LATER_PHASE, "ddp_member", "nccl_version")
+    later = incident.index.kind(*_LATER_PHASE, "ddp_member", "nccl_version", "pg_formed")
     if not forming or later or incident.groups:
         return Outcome()
     return _logs_stop_here(
