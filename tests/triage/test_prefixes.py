@@ -19,6 +19,9 @@ WATCHDOG = "[Rank 3] Watchdog caught collective operation timeout"
         ("[rank3]: [rank3]: RuntimeError: boom", 3, None, "RuntimeError"),  # nested excepthooks
         (f"[E ProcessGroupNCCL.cpp:464] {WATCHDOG}", 3, None, "[Rank 3]"),  # 2.1: rank from the message
         ("(RayWorkerWrapper pid=4009) [rank1]:[E ProcessGroupNCCL.cpp:1537] x", 1, None, "x"),
+        # an actor's own repr naming its rank, and one actor's process inside another's
+        ('(worker6, rank=6, pid=8930, ip=10.42.3.242)   File "/opt/x.py", line 1, in f', 6, None, "  File"),
+        ("(LLMRayActor pid=585804) (EngineCore_DP0 pid=586112) ERROR 03-05 00:25:45 x", None, None, "ERROR"),
     ],
 )
 def test_rank_comes_from_the_innermost_prefix_that_names_one(

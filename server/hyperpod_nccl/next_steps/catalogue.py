@@ -1048,6 +1048,23 @@ def _ddp_unused(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _illegal_instruction(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        kernel_log(
+            facts,
+            "grep -i 'invalid opcode'",
+            "the kernel's trap line names the library that held the instruction (`trap invalid opcode … in "
+            "<library>`)",
+        ),
+        on_node_check(
+            facts,
+            "lscpu",
+            "the node's CPU model and flags (avx2, avx512f): a binary built where they exist dies here if "
+            "they do not",
+        ),
+    ]
+
+
 def _comm_overlap(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(
@@ -1097,6 +1114,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.infra.node_not_ready": _node_lost,
     "triage.software.ddp_unused_parameters": _ddp_unused,
     "triage.software.comm_overlap": _comm_overlap,
+    "triage.software.illegal_instruction": _illegal_instruction,
 }
 
 # Findings no command fits, and why: the fix is in the training code or the job's own settings,
@@ -1108,6 +1126,14 @@ REASONS: dict[str, str] = {
     "triage.nccl.pg_detected_mismatch": _CODE,
     "triage.nccl.nccl_detected_mismatch": _CODE,
     "triage.nccl.collective_shape": _CODE,
+    "triage.collective.horovod_stall": (
+        "the fix is in the training code: the stalled ops' names show the tensors some ranks never submitted "
+        "(a name scope that differs per rank, or a code path only some ranks take)"
+    ),
+    "triage.software.wrapper_misuse": (
+        "the fix is in the training code: reach the model inside the wrapper (model.module, "
+        "accelerator.unwrap_model(model)) for its attributes, generation, saving and from_pretrained"
+    ),
     "triage.software.stale_file_handle": (
         "the fix is in the training code: give each node its own cache, lock or checkpoint path"
     ),

@@ -487,6 +487,38 @@ _SIMPLE: dict[str, Meaning] = {
         74,
         "debugging-guide.md § 10",
     ),
+    "horovod_stall": _fail(
+        "triage.collective.horovod_stall",
+        "Horovod's stall inspector: some ranks submitted tensors the others never did (different tensor "
+        "names across ranks, or ranks on another code path)",
+        C.COLLECTIVE_MISMATCH,
+        52,
+        "debugging-guide.md § 2",
+    ),
+    "build_unfit_gpu": _fail(
+        "triage.software.build_unfit_gpu",
+        "A build that does not run on this GPU: NCCL's kernels need more shared memory than it gives, or "
+        "PyTorch lacks its architecture; upgrade to a release that supports the GPU",
+        C.SOFTWARE,
+        70,
+        "debugging-guide.md § 10",
+    ),
+    "wrapper_misuse": _fail(
+        "triage.software.wrapper_misuse",
+        "The code used the data-parallel wrapper (DDP, FSDP, DataParallel) where the model inside it was "
+        "meant: model.module or accelerator.unwrap_model(model)",
+        C.SOFTWARE,
+        72,
+        "debugging-guide.md § 18",
+    ),
+    "rename_race": _fail(
+        "triage.software.rename_race",
+        "A rename found its source gone: another rank renamed it first (ranks racing over one checkpoint "
+        "directory) or it was never written",
+        C.SOFTWARE,
+        62,
+        "debugging-guide.md § 15",
+    ),
     "comm_overlap": _fail(
         "triage.software.comm_overlap",
         "Transformer Engine's userbuffers (TP communication overlap, `--tp-comm-overlap`) failed: its "
@@ -606,12 +638,36 @@ _EXCEPTION = _fail(
     "debugging-guide.md § 15",
 )
 _SIGBUS = -7
+_SIGILL = -4
 _BUS_ERROR = _fail(
     "triage.config.sigbus",
     "Worker killed by SIGBUS (bus error): usually /dev/shm too small for DataLoader workers or NCCL",
     C.CONFIG,
     60,
     "debugging-guide.md § 17",
+)
+# SIGILL: the CPU met an instruction it does not have. A binary or extension built for another CPU
+# (AVX-512 code on a CPU without it, a wheel compiled on the build host with -march=native), or a
+# library's deliberate trap on a setup it refuses (`__builtin_trap`, `ud2`): a build that does not
+# fit the machine, the same on every node that runs it.
+_ILLEGAL_INSTRUCTION = _fail(
+    "triage.software.illegal_instruction",
+    "A process died on an illegal instruction (SIGILL): a binary or extension built for another CPU, or "
+    "a library trapping on a setup it does not support",
+    C.SOFTWARE,
+    62,
+    "debugging-guide.md § 10",
+)
+# glog's fatal CHECK (`F0105 23:50:34 nccl_all_reduce_thunk.cc:175] Check failed: …`): a C++
+# library (XLA, TensorFlow, PyTorch's core) found its own invariant broken and aborted: its bug, or a
+# setup it does not support. The file and condition name it.
+_LIBRARY_CHECK = _fail(
+    "triage.software.library_check",
+    "A library's internal check failed and aborted the process (glog `Check failed:`): a bug in that "
+    "library or a setup it does not support",
+    C.SOFTWARE,
+    58,
+    "debugging-guide.md § 15",
 )
 _SLURM_OOM = _fail(
     "triage.host.slurm_oom", "Slurm task ran out of memory", C.HOST_OOM, 93, "debugging-guide.md § 4"
@@ -893,9 +949,16 @@ def _store_barrier(event: Event) -> Meaning:
 _BUS_ERROR_WORDS = re.compile(r"Bus error|SIGBUS|[Ss]ignal:? 7\b")
 
 
+_ILLEGAL_WORDS = re.compile(r"Illegal instruction|SIGILL|[Ss]ignal:? 4\b|trap invalid opcode")
+
+
 def _crash(event: Event) -> Meaning | None:
     if _SEGFAULT_WORDS.search(event.text):
         return _SEGFAULT
+    if _ILLEGAL_WORDS.search(event.text):
+        return _ILLEGAL_INSTRUCTION
+    if "Check failed:" in event.text or "Check failure stack trace" in event.text:
+        return _LIBRARY_CHECK
     # A process's own bus-error banner (`Caught signal 7 (Bus error: nonexistent physical address)`,
     # `Bus error (core dumped)`): the same fault a launcher reports as exit code -7.
     return _BUS_ERROR if _BUS_ERROR_WORDS.search(event.text) else None
@@ -941,7 +1004,7 @@ def exit_code(event: Event) -> int | None:
     return None
 
 
-_SIGNAL_NUMBERS = {"SIGABRT": 6, "SIGBUS": 7, "SIGKILL": 9, "SIGSEGV": 11, "SIGTERM": 15}
+_SIGNAL_NUMBERS = {"SIGILL": 4, "SIGABRT": 6, "SIGBUS": 7, "SIGKILL": 9, "SIGSEGV": 11, "SIGTERM": 15}
 
 
 def _monitored_barrier(event: Event) -> Meaning:
@@ -971,6 +1034,8 @@ def _worker_exit(event: Event) -> Meaning:
         return _SIGKILL
     if code == -11:
         return _SEGFAULT
+    if code == _SIGILL:
+        return _ILLEGAL_INSTRUCTION
     if code == _SIGBUS:
         return _BUS_ERROR
     return _WORKER_EXIT
@@ -984,6 +1049,10 @@ def _srun_task(event: Event) -> Meaning:
         return _SIGKILL
     if status.startswith("Segmentation fault"):
         return _SEGFAULT
+    # a task killed by SIGILL, as srun says it or as the shell that ran it reported it (128 + 4)
+    shell_status = f"Exited with exit code {_SIGNALLED - _SIGILL}"
+    if status.startswith("Illegal instruction") or status.rstrip() == shell_status:
+        return _ILLEGAL_INSTRUCTION
     return _WORKER_EXIT
 
 
@@ -1087,6 +1156,18 @@ _NCCL_CUDA_CALL = _fail(
 # ncclSystemError: a system call inside NCCL failed. Its WARN line (a failed socket call, an shm
 # segment it could not extend) outweighs this; alone, the usual reason is a container's shared
 # memory (Docker's 64 MB /dev/shm, no host IPC), which NCCL's intra-node transport needs.
+# `unknown result code`: ncclGetErrorString's text for a number it has no name for. The program was
+# built against one NCCL and runs with another (a result a newer NCCL added, read by an older one:
+# PyTorch's bundled NCCL shadowing the one TensorRT-LLM or a plugin was built with), or it handed
+# NCCL's string function a code that never came from NCCL.
+_NCCL_UNKNOWN_RESULT = _fail(
+    "triage.software.nccl_unknown_result",
+    "NCCL returned a result the library printing it has no name for (`unknown result code`): the program "
+    "was built against one NCCL and loaded another",
+    C.SOFTWARE,
+    55,
+    "debugging-guide.md § 10",
+)
 _NCCL_SYSTEM_CALL = _fail(
     "triage.config.nccl_system_call",
     "A system call inside NCCL failed (unhandled system error): most often too little shared memory "
@@ -1105,6 +1186,8 @@ def _nccl_error(event: Event) -> Meaning:
         return _NCCL_CUDA_CALL
     if what.startswith("unhandled system error"):
         return _NCCL_SYSTEM_CALL
+    if what.startswith("unknown result code"):
+        return _NCCL_UNKNOWN_RESULT
     return NCCL_RAISED
 
 

@@ -148,6 +148,16 @@ COLLECTIVES = (
             "Tensor list input to scatter/gather must match",
         ),
     ),
+    # Horovod's stall inspector: tensors some ranks submitted and the others never did, by name.
+    # `One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks
+    # and are waiting for remainder of ranks for more than 60 seconds.`, then each stalled op with
+    # `[ready ranks: 1]` (older) or `Missing ranks:` and `0: [tensor, …]` (newer).
+    _p(
+        "horovod_stall",
+        ("by subset of ranks and are waiting for remainder of ranks", "[ready ranks:"),
+        r"(?:\[ready ranks: (?P<ready>\d{1,7}(?:, ?\d{1,7}){0,4096})\]|waiting for remainder of ranks for "
+        r"more than (?P<seconds>\d+) seconds)",
+    ),
     _p(
         "net_size_mismatch",
         "collective mismatch error",
@@ -172,6 +182,16 @@ COMM_OVERLAP = (
 
 GPU = (
     _p("invalid_device", "invalid device ordinal"),
+    # Builds that do not run on this GPU: NCCL's kernels asking more shared memory than the GPU
+    # gives (`ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856`, NCCL 2.25.1 on sm_120),
+    # PyTorch's warning that its wheel lacks the GPU's architecture (`NVIDIA GeForce RTX 5090 with
+    # CUDA capability sm_120 is not compatible with the current PyTorch installation.`).
+    _p(
+        "build_unfit_gpu",
+        ("exceeds device/fn maxSharedMem", "is not compatible with the current PyTorch installation"),
+        r"ncclMaxSharedMem (?P<needed>\d+) exceeds device/fn maxSharedMem (?P<available>\d+)"
+        r"|CUDA capability (?P<arch>sm_\d+) is not compatible",
+    ),
     _p(
         "cuda_oom",
         "CUDA out of memory",
@@ -627,11 +647,14 @@ CONFIG = (
     ),
     # The plugin is there but the dynamic loader refused it: a library it was built against is
     # older or missing here (`dlerror=…libfabric.so.1: version `FABRIC_1.7' not found`, an undefined
-    # symbol). NCCL then runs on its internal sockets, which the next line says and nothing fails.
+    # symbol), with or without NCCL's `NET/Plugin` prefix as long as the line names the plugin
+    # (`libnccl-net.so`). NCCL then runs on its internal sockets, which the next line says and
+    # nothing fails.
     _p(
         "net_plugin_unloadable",
-        "NET/Plugin",
-        r"NET/Plugin ?:.*?(?P<what>version `[^']+' not found|undefined symbol: ?\S+)",
+        ("NET/Plugin", "nccl-net"),
+        r"^(?=.*(?:NET/Plugin|nccl-net))"
+        r".*?(?P<what>version `[^'\n]{1,100}' not found|undefined symbol: ?\S+)",
     ),
     _p(
         "efa_connect",
@@ -888,6 +911,14 @@ DATA = (
 )
 
 MISSING = (
+    # os.rename / os.replace / shutil.move finding its source gone (`FileNotFoundError: [Errno 2] No
+    # such file or directory: '/ckpt/tmp-checkpoint-100' -> '/ckpt/checkpoint-100'`): another process
+    # moved it first, or it was never written. Before the generic missing file, which reads it as data.
+    _p(
+        "rename_race",
+        "No such file or directory: '",
+        r"No such file or directory: '(?P<source>[^'\n]{1,500})' -> '",
+    ),
     _p(
         "missing_file",
         ("No such file or directory", " not found", "does not exist", "doesn't exist"),
@@ -898,6 +929,14 @@ MISSING = (
 )
 
 FRAMEWORK = (
+    # The code reached the model through its data-parallel wrapper: `'DistributedDataParallel' object
+    # has no attribute 'generate'`, `… is of type: <class '…DistributedDataParallel'>, but should be
+    # <class '…ModelMixin'>` (a pipeline built from the wrapped model), FSDP's and DataParallel's alike.
+    _p(
+        "wrapper_misuse",
+        ("DataParallel' object has no attribute", "DataParallel'>, but should be"),
+        r"DataParallel'(?: object has no attribute '(?P<attr>[^'\n]{1,100})'|>, but should be)",
+    ),
     _p(
         "ddp_reducer",
         (
@@ -937,6 +976,7 @@ NCCL_RESULTS = (
             "internal error",
             "invalid usage",
             "invalid argument",
+            "unknown result code",
             "ncclUnhandledCudaError",
             "ncclSystemError",
             "ncclInternalError",
@@ -945,7 +985,8 @@ NCCL_RESULTS = (
             "NCCL_ERROR_",
         ),
         r"(?i)^(?!.*NCCL WARN)(?=.*nccl)(?:.*?\b(?P<what>unhandled (?:cuda|system) error|internal error"
-        r"|invalid usage|invalid argument)\b|.*?\bnccl(?:_error_|_?)(?P<name>unhandled_?cuda_?error"
+        r"|invalid usage|invalid argument|unknown result code)\b"
+        r"|.*?\bnccl(?:_error_|_?)(?P<name>unhandled_?cuda_?error"
         r"|system_?error|internal_?error|invalid_?argument|invalid_?usage)\b)",
     ),
     # The example macros' line whatever its text, an empty one included (a library that calls
@@ -982,6 +1023,8 @@ PYTHON = (
             "corrupted double-linked list",
             "SIGBUS",
             "SIGILL",
+            # the kernel's line for it: `traps: python[4242] trap invalid opcode ip:… in libfoo.so[…]`
+            "trap invalid opcode",
             "SIGFPE",
             "Bus error",
             # the kernel's line for a user process that faulted (`python[812]: segfault at 0 ip …`)
@@ -995,6 +1038,9 @@ PYTHON = (
         ),
     ),
     _p("traceback", ("Traceback (most recent call last)", "Exception in thread ")),
+    # A traceback's frame (`  File "/opt/megatron/core/datasets/gpt_dataset.py", line 111, in __init__`):
+    # what a paste cut short keeps of a traceback when neither its header nor its exception made it.
+    _p("traceback_frame", 'File "', r'(?:^|\s)File "[^"\n]{1,500}", line \d+, in \S'),
     # torchelastic's error_handler JSON: `"message": "RendezvousConnectionError: The connection …",`
     _p(
         "exception",

@@ -34,7 +34,10 @@ _LOG_STORE_ROW = (
 )
 _KUBECTL_TIME = r"(?P<kube_day>\d{4}-\d\d-\d\d)T(?P<kube_clock>\d\d:\d\d:\d\d)(?:\.\d+)?Z "
 _KUBECTL_POD = r"\[pod/[^\]]+\] "
-_RAY = r"\(\w+ pid=\d+(?:, ip=[\d.]+)?\) "
+# Ray's `(RayTrainWorker pid=812, ip=10.0.0.2) `: the actor's name or its own repr (`worker6, rank=6,`),
+# nested when one actor runs another's process (`(LLMRayActor pid=5) (EngineCore_DP0 pid=6) `).
+_RAY = r"(?P<ray>(?:\([^()\n]{0,160}?\bpid=\d+(?:, ip=[\w.:-]+)?\) ){1,3})"
+_RAY_RANK = re.compile(r"\brank=(\d+)")
 _MPIRUN = r"\[\d+,(?P<mpirun>\d+)\]<std(?:out|err)>:\s?"
 _SRUN = r"\s{0,4}(?P<srun>\d{1,6}): "
 _TORCHRUN = r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?(?P<local>\d{1,6})\]:\s?"
@@ -141,6 +144,8 @@ def _strip_launchers(text: str, found: Stripped) -> str:
         found.rank = int(rank)
     elif local is None and found.label is not None:
         found.rank, found.rank_from_label = found.label, True
+    elif (ray := match.group("ray")) and (ray_rank := _RAY_RANK.search(ray)):
+        found.rank = int(ray_rank.group(1))
     text = text[match.end() :]
     if match.group("row") and text.endswith("|"):  # the table row's closing border
         text = text[:-1].rstrip()

@@ -32,6 +32,10 @@ _PRIMARY: dict[str, tuple[str, str]] = {
     "ib_setup": ("a failed IB/RoCE verbs call", "debugging-guide.md § 3"),
     "exception": ("a Python exception", "debugging-guide.md § 15"),
     "traceback": ("a Python traceback", "debugging-guide.md § 15"),
+    "traceback_frame": (
+        "the frames of a Python traceback (its exception line is not in the input)",
+        "debugging-guide.md § 15",
+    ),
     "cuda_error": ("a CUDA error", "debugging-guide.md § 20"),
     "async_error": ("an NCCL async error on a collective", "debugging-guide.md § 3"),
     "heartbeat": ("the watchdog's heartbeat monitor", "debugging-guide.md § 1"),

@@ -1,0 +1,190 @@
+"""Families of wording from held-out sets 13 and 14 (issue 16, logs from threads not in the corpus):
+builds that do not fit the machine (an illegal instruction, an NCCL result the library cannot name,
+kernels too big for the GPU, a network plugin the loader refuses), the program's own mistakes
+(the wrapper used as the model, ranks racing over one rename), a C++ library's fatal check, Horovod's
+stall inspector, and what a paste keeps of a traceback it cut short. Each is tested in wordings
+other than the pasted case's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hyperpod_nccl.models import Category, Finding, Report, Status
+from tests.triage.test_families import cause, describe, triage
+
+
+def _finding(report: Report, finding_id: str) -> Finding:
+    found = [f for f in report.findings if f.id == finding_id]
+    assert found, describe(report)
+    return found[0]
+
+
+# --- an illegal instruction -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (
+            "run.sh.out",
+            "Loading extension module cpu_adam...\n./run.sh: line 12:  4242 Illegal instruction     "
+            "(core dumped) python train.py\n",
+        ),
+        (
+            "torchrun.log",
+            "[E1105 10:00:01.000000 812 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+            "(exitcode: -4) local_rank: 2 (pid: 4242) of binary: /usr/bin/python\n",
+        ),
+        (
+            "dmesg.txt",
+            "[Tue Nov  5 10:00:01 2024] traps: pt_main_thread[4242] trap invalid opcode ip:7f3a1c2b4d10 "
+            "sp:7ffd5e3c2a00 error:0 in libcpu_adam.so[7f3a1c200000+c0000]\n",
+        ),
+    ],
+    ids=["shell", "torchrun-exitcode", "kernel-trap"],
+)
+def test_an_illegal_instruction_is_a_build_that_does_not_fit(tmp_path: Path, name: str, text: str) -> None:
+    report = triage(tmp_path, {name: text})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    finding = _finding(report, "triage.software.illegal_instruction")
+    commands = " ".join(c.command for c in finding.suggested_commands)
+    assert "invalid opcode" in commands and "lscpu" in commands
+
+
+# --- NCCL results the printing library cannot name ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[rank1]: RuntimeError: NCCL error in: /opt/pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+        "unknown result code, NCCL version 2.18.6",
+        "2024-02-01 10:00:00.000: E horovod/common/ops/nccl_operations.cc:77] ncclCommInitRank failed: "
+        "unknown result code",
+    ],
+    ids=["pytorch", "horovod"],
+)
+def test_an_nccl_result_the_library_cannot_name_is_two_nccl_builds(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"worker.log": line + "\n"})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    _finding(report, "triage.software.nccl_unknown_result")
+
+
+# --- builds that do not run on this GPU -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "gpu7:2211:2211 [3] NCCL INFO ncclMaxSharedMem 101376 exceeds device/fn maxSharedMem 99328",
+        "/opt/conda/lib/python3.11/site-packages/torch/cuda/__init__.py:230: UserWarning: NVIDIA RTX PRO "
+        "6000 Blackwell Workstation Edition with CUDA capability sm_120 is not compatible with the current "
+        "PyTorch installation.",
+    ],
+    ids=["nccl-shared-memory", "pytorch-arch"],
+)
+def test_a_build_without_this_gpu_is_software(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"worker.log": line + "\n"})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    _finding(report, "triage.software.build_unfit_gpu")
+
+
+# --- a network plugin the loader refuses, with or without NCCL's prefix ---------------------------------
+
+
+def test_a_refused_plugin_quoted_without_nccls_prefix_is_still_a_build_mismatch(tmp_path: Path) -> None:
+    line = (
+        "dlopen failed for /opt/amazon/ofi-nccl/lib/libnccl-net.so: /usr/lib/x86_64-linux-gnu/"
+        "libfabric.so.1: version `FABRIC_1.8' not found (required by /opt/amazon/ofi-nccl/lib/libnccl-net.so)"
+    )
+    report = triage(tmp_path, {"worker.log": line + "\n"})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    _finding(report, "triage.software.net_plugin_unloadable")
+
+
+# --- the program's own mistakes -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[rank0]: AttributeError: 'FullyShardedDataParallel' object has no attribute 'generate'",
+        "AttributeError: 'DataParallel' object has no attribute 'save_pretrained'",
+        "ValueError: <class 'torch.nn.parallel.distributed.DistributedDataParallel'> is of type: <class "
+        "'torch.nn.parallel.distributed.DistributedDataParallel'>, but should be <class "
+        "'transformers.modeling_utils.PreTrainedModel'>",
+    ],
+    ids=["fsdp-generate", "dataparallel-save", "ddp-type-check"],
+)
+def test_the_wrapper_used_as_the_model_is_the_codes_bug(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": line + "\n"})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    finding = _finding(report, "triage.software.wrapper_misuse")
+    assert finding.reference == "debugging-guide.md § 18"
+
+
+def test_a_rename_whose_source_is_gone_is_ranks_racing(tmp_path: Path) -> None:
+    text = (
+        '[rank3]:   File "/opt/venv/lib/python3.11/site-packages/deepspeed/runtime/engine.py", line 3180, '
+        "in save_checkpoint\n"
+        "[rank3]:     os.replace(tmp_dir, save_dir)\n"
+        "[rank3]: FileNotFoundError: [Errno 2] No such file or directory: '/fsx/ckpt/global_step500.tmp' -> "
+        "'/fsx/ckpt/global_step500'\n"
+    )
+    report = triage(tmp_path, {"train.log": text})
+    assert cause(report) == (Category.SOFTWARE, [3], []), describe(report)
+    _finding(report, "triage.software.rename_race")
+
+
+def test_a_file_that_is_not_there_is_still_missing_data(tmp_path: Path) -> None:
+    text = "FileNotFoundError: [Errno 2] No such file or directory: '/data/shards/train-00042.arrow'\n"
+    report = triage(tmp_path, {"train.log": text})
+    assert cause(report)[0] == Category.DATA, describe(report)
+
+
+def test_a_libraries_fatal_check_is_that_librarys(tmp_path: Path) -> None:
+    text = (
+        "2023-06-01 10:00:00.123456: F tensorflow/core/nccl/nccl_manager.cc:522] Check failed: "
+        "collective->communicator != nullptr\n"
+        "Fatal Python error: Aborted\n"
+    )
+    report = triage(tmp_path, {"worker-1.log": text})
+    assert cause(report)[0] == Category.SOFTWARE, describe(report)
+    _finding(report, "triage.software.library_check")
+
+
+# --- Horovod's stall inspector --------------------------------------------------------------------------
+
+
+def test_horovods_stall_inspector_is_tensors_the_ranks_disagree_on(tmp_path: Path) -> None:
+    text = (
+        "[2021-03-01 10:00:00.123456: W /tmp/pip-req-build/horovod/common/stall_inspector.cc:107] "
+        "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and "
+        "are waiting for remainder of ranks for more than 60 seconds. This may indicate that different "
+        "ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, "
+        "which will cause "
+        "deadlock.\n"
+        "Missing ranks:\n"
+        "1: [DistributedAdamOptimizer_Allreduce/HorovodAllreduce_gradients_dense_1_MatMul_0]\n"
+    )
+    report = triage(tmp_path, {"horovodrun.log": text})
+    assert cause(report)[0] == Category.COLLECTIVE_MISMATCH, describe(report)
+    _finding(report, "triage.collective.horovod_stall")
+
+
+# --- a traceback cut short ------------------------------------------------------------------------------
+
+
+def test_a_tracebacks_frames_alone_are_a_visible_failure(tmp_path: Path) -> None:
+    text = (
+        '(RayTrainWorker, rank=5, pid=812, ip=10.1.2.3)   File "/app/train.py", line 88, in train_loop\n'
+        "(RayTrainWorker, rank=5, pid=812, ip=10.1.2.3)     batch = next(iterator)\n"
+    )
+    report = triage(tmp_path, {"driver.log": text})
+    assert report.root_cause is not None, describe(report)
+    assert cause(report)[:2] == (Category.UNKNOWN, [5]), describe(report)
+    failure = _finding(report, "triage.unknown.failure")
+    assert failure.status == Status.FAIL and "frames of a Python traceback" in failure.title
