@@ -1153,9 +1153,6 @@ _NCCL_CUDA_CALL = _fail(
 )
 
 
-# ncclSystemError: a system call inside NCCL failed. Its WARN line (a failed socket call, an shm
-# segment it could not extend) outweighs this; alone, the usual reason is a container's shared
-# memory (Docker's 64 MB /dev/shm, no host IPC), which NCCL's intra-node transport needs.
 # `unknown result code`: ncclGetErrorString's text for a number it has no name for. The program was
 # built against one NCCL and runs with another (a result a newer NCCL added, read by an older one:
 # PyTorch's bundled NCCL shadowing the one TensorRT-LLM or a plugin was built with), or it handed
@@ -1168,6 +1165,9 @@ _NCCL_UNKNOWN_RESULT = _fail(
     55,
     "debugging-guide.md § 10",
 )
+# ncclSystemError: a system call inside NCCL failed. Its WARN line (a failed socket call, an shm
+# segment it could not extend) outweighs this; alone, the usual reason is a container's shared
+# memory (Docker's 64 MB /dev/shm, no host IPC), which NCCL's intra-node transport needs.
 _NCCL_SYSTEM_CALL = _fail(
     "triage.config.nccl_system_call",
     "A system call inside NCCL failed (unhandled system error): most often too little shared memory "
