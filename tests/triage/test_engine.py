@@ -230,3 +230,16 @@ def test_aistore_error_counters_are_compared_across_stats_lines_and_dated_by_the
     assert [e.line for e in counters.evidence] == [1, 3]
     broken = next(t for t in report.timeline if t.source.endswith(".1:2"))
     assert broken.time == "2026-03-02T10:01:15"  # as written: the logs carry no zone
+
+
+def test_a_mismatch_is_not_ruled_out_while_a_rank_the_others_waited_for_left_no_line(tmp_path: Path) -> None:
+    # Rank 0 may have issued another collective, or none (it left the loop with fewer batches).
+    lines = [
+        f"[rank{rank}]:[E ProcessGroupNCCL.cpp:1537] [PG 0 Rank {rank}] Timeout at NCCL work: 19, "
+        "last enqueued NCCL work: 19, last completed NCCL work: 18."
+        for rank in (1, 2, 3)
+    ]
+    (tmp_path / "torchrun.log").write_text("\n".join(lines) + "\n")
+    cause = run_triage([tmp_path]).root_cause
+    assert cause is not None
+    assert not any("collective mismatch" in ruled for ruled in cause.ruled_out), cause.ruled_out

@@ -167,7 +167,15 @@ def _ruled_out(top: Candidate, context: Context) -> list[str]:
             "network / NCCL transport: the waiting ranks were blocked on ranks that never entered the "
             "collective, not on the fabric"
         )
-    if verdict.waiting and not verdict.mismatched and top.category != Category.COLLECTIVE_MISMATCH:
+    # Ranks whose logs are absent or unread may have issued another collective, or none (one that left
+    # the loop early): only the ranks read can rule a mismatch out.
+    unseen = verdict.absent or verdict.unread
+    if (
+        verdict.waiting
+        and not verdict.mismatched
+        and not unseen
+        and top.category != Category.COLLECTIVE_MISMATCH
+    ):
         out.append("collective mismatch: every rank that timed out issued the same OpType and sizes")
     if verdict.verdict == "mismatch":
         out.append(
