@@ -76,7 +76,7 @@ def test_one_host_with_two_interfaces_is_not_a_shared_hostname(tmp_path: Path) -
         ),
         ("Call to ibv_modify_qp failed with error Invalid argument", Category.CONFIG),
         ("Call to ibv_create_ah failed with error No such device", Category.CONFIG),
-        ("Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1", Category.NETWORK),
+        ("Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_0:1", Category.CONFIG),
     ],
     ids=["errno-19", "einval-older", "create-ah", "timed-out"],
 )

@@ -792,12 +792,17 @@ def _ib_setup(event: Event) -> Meaning | None:
             76,
             "debugging-guide.md § 3",
         )
+    # A QP that never reaches RTR is a connection NCCL set up but the fabric could not carry: far more
+    # often NCCL's choice (a GID index or RoCE version the switches do not route, a NIC paired with
+    # another rail's on a rail-only fabric, the wrong HCA) than a link down, which NCCL's port
+    # checks report before any connection.
     if "timed out" in why:
         return _fail(
-            "triage.network.ib_setup",
-            f"IB/RoCE connection setup failed ({call}: {why}): the peer's port never answered (a link or "
-            "switch down, or GIDs the fabric does not route)",
-            C.NETWORK,
+            "triage.config.ib_setup_timeout",
+            f"IB/RoCE connection setup timed out ({call}: {why}): the GID, NIC pair or HCA NCCL chose does "
+            "not reach the peer (NCCL_IB_GID_INDEX, NCCL_CROSS_NIC=0 on a rail-only fabric, NCCL_IB_HCA), "
+            "or a link on the path is down",
+            C.CONFIG,
             60,
             "debugging-guide.md § 3",
         )
