@@ -54,6 +54,20 @@ def test_an_illegal_instruction_is_a_build_that_does_not_fit(tmp_path: Path, nam
     assert "invalid opcode" in commands and "lscpu" in commands
 
 
+def test_the_commands_go_to_the_node_whose_line_came_first(tmp_path: Path) -> None:
+    text = (
+        "  [pool0-7:4242:0:4242] Caught signal 4 (Illegal instruction: illegal operand)\n"
+        "srun: error: pool0-3: tasks 0-7: Exited with exit code 132\n"
+        "srun: error: pool0-7: tasks 8-15: Exited with exit code 132\n"
+    )
+    report = triage(tmp_path, {"slurm-881.out": text})
+    finding = _finding(report, "triage.software.illegal_instruction")
+    assert finding.evidence[0].node == "pool0-7", describe(report)  # UCX's prefix names the host
+    assert all(c.command.startswith("ssh pool0-7 ") for c in finding.suggested_commands), [
+        c.command for c in finding.suggested_commands
+    ]
+
+
 # --- NCCL results the printing library cannot name ------------------------------------------------------
 
 
@@ -172,7 +186,10 @@ def test_horovods_stall_inspector_is_tensors_the_ranks_disagree_on(tmp_path: Pat
     )
     report = triage(tmp_path, {"horovodrun.log": text})
     assert cause(report)[0] == Category.COLLECTIVE_MISMATCH, describe(report)
-    _finding(report, "triage.collective.horovod_stall")
+    # the inspector's own words allow a rank stuck elsewhere as well
+    assert report.root_cause and report.root_cause.confidence == "low"
+    finding = _finding(report, "triage.collective.horovod_stall")
+    assert any("HOROVOD_TIMELINE=" in c.command for c in finding.suggested_commands)
 
 
 # --- a traceback cut short ------------------------------------------------------------------------------

@@ -201,3 +201,26 @@ def test_a_visible_failure_in_any_framing_is_never_answered_exit_0(
 def test_a_healthy_run_in_any_framing_stays_clean(tmp_path: Path, framing: str) -> None:
     lines = [FRAMINGS[framing](3, line) for line in HEALTHY]
     assert _triage(tmp_path, lines) == (0, None), "\n".join(lines)
+
+
+_BARE_NCCL_ERROR = (
+    "RuntimeError: ncclCommInitRank failed: internal error - please report this issue to the NCCL developers"
+)
+
+
+@pytest.mark.parametrize("with_info", [False, True], ids=["nccl-debug-off", "nccl-debug-info"])
+def test_an_unexplained_nccl_error_asks_for_nccls_own_words_only_when_it_printed_none(
+    tmp_path: Path, with_info: bool
+) -> None:
+    lines = (["gpu1:77:77 [0] NCCL INFO NCCL version 2.21.5+cuda12.4"] if with_info else []) + [
+        _BARE_NCCL_ERROR
+    ]
+    log = tmp_path / "serve.log"
+    log.write_text("\n".join(lines) + "\n")
+    report = run_triage([log])
+    (failure,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
+    asks = any("NCCL_DEBUG=INFO" in c.command for c in failure.suggested_commands)
+    assert asks is not with_info, failure.suggested_commands
+    assert with_info is (failure.no_command_reason is not None)
+    # the error is the unknown failure's own first line: no second finding quotes it again
+    assert [f.id for f in report.findings] == ["triage.unknown.failure"], [f.id for f in report.findings]

@@ -76,6 +76,22 @@ def test_resume_from_a_checkpoint_is_read_from_the_line_that_says_so(tmp_path: P
     assert fresh.job.resume.resumed == "not detected" and fresh.job.resumed_from_checkpoint is None
 
 
+@pytest.mark.parametrize(
+    ("line", "resumed"),
+    [
+        ("resume_from_checkpoint=/fsx/ckpt/checkpoint-500,", "yes"),
+        ("'resume_from_checkpoint': True,", "yes"),
+        # source code a traceback echoes: a name, not a checkpoint
+        ("    trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)", "not detected"),
+        ("    train_result = trainer.train(resume_from_checkpoint=checkpoint)", "not detected"),
+    ],
+    ids=["path", "true", "dotted-name", "bare-name"],
+)
+def test_a_resume_setting_counts_only_with_a_value(tmp_path: Path, line: str, resumed: str) -> None:
+    report = triage(tmp_path, {"train.log": line + "\nstep=1 loss=2.0\n"})
+    assert report.job.resume.resumed == resumed, report.job.resume
+
+
 def test_a_rank_whose_log_stopped_early_stands_apart_in_the_rank_times(tmp_path: Path) -> None:
     files = {}
     for rank in range(4):

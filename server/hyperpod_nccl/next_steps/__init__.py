@@ -32,10 +32,13 @@ def attach(findings: Iterable[Finding], facts_of: Callable[[Finding], Facts]) ->
 
 
 def commands_for(finding: Finding, facts: Facts) -> list[SuggestedCommand]:
-    """The finding's own commands where it has some, else its section's; [] where a reason applies."""
+    """The finding's own commands where it has some, else its section's; [] where a reason applies
+    (a finding with both has commands only when the facts call for them)."""
+    if finding.id in ID_STEPS:
+        return ID_STEPS[finding.id](facts)
     if finding.id in REASONS:
         return []
-    steps = ID_STEPS.get(finding.id) or SECTION_STEPS.get(finding.reference or "")
+    steps = SECTION_STEPS.get(finding.reference or "")
     return steps(facts) if steps else []
 
 

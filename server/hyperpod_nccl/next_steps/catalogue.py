@@ -1048,6 +1048,30 @@ def _ddp_unused(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _unknown(facts: Facts) -> list[SuggestedCommand]:
+    if not facts.nccl_quiet:
+        return []
+    return [
+        export(
+            "NCCL_DEBUG=INFO",
+            "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH,ENV",
+            why="NCCL printed nothing but the error (NCCL_DEBUG was off): the next run names the call that "
+            "failed, the interfaces and topology it chose, and every setting it read",
+        )
+    ]
+
+
+def _horovod_stall(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        export(
+            "HOROVOD_TIMELINE=/tmp/horovod_timeline.json",
+            why="for one diagnostic run: the timeline records when each rank submitted each tensor; a tensor "
+            "one rank never submits is a name or path that differs, a rank that submits nothing is stuck "
+            "elsewhere (its own log says where)",
+        )
+    ]
+
+
 def _illegal_instruction(facts: Facts) -> list[SuggestedCommand]:
     return [
         kernel_log(
@@ -1115,6 +1139,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.ddp_unused_parameters": _ddp_unused,
     "triage.software.comm_overlap": _comm_overlap,
     "triage.software.illegal_instruction": _illegal_instruction,
+    "triage.collective.horovod_stall": _horovod_stall,
+    "triage.unknown.failure": _unknown,
 }
 
 # Findings no command fits, and why: the fix is in the training code or the job's own settings,
@@ -1126,10 +1152,6 @@ REASONS: dict[str, str] = {
     "triage.nccl.pg_detected_mismatch": _CODE,
     "triage.nccl.nccl_detected_mismatch": _CODE,
     "triage.nccl.collective_shape": _CODE,
-    "triage.collective.horovod_stall": (
-        "the fix is in the training code: the stalled ops' names show the tensors some ranks never submitted "
-        "(a name scope that differs per rank, or a code path only some ranks take)"
-    ),
     "triage.software.wrapper_misuse": (
         "the fix is in the training code: reach the model inside the wrapper (model.module, "
         "accelerator.unwrap_model(model)) for its attributes, generation, saving and from_pretrained"

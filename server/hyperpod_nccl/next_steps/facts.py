@@ -40,6 +40,8 @@ class Facts:
     # The hosts at the other end of the connections the evidence says failed (peer instance ids,
     # or the nodes they map to): where a peer's own failure is to be read.
     peers: tuple[str, ...] = ()
+    # An NCCL call failed and NCCL printed no WARN or INFO line: it ran with NCCL_DEBUG off.
+    nccl_quiet: bool = False
 
     @property
     def node(self) -> str | None:

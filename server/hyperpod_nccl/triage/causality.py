@@ -112,10 +112,16 @@ def order_by_cause(findings: list[Finding], origin: Candidate | None, incident: 
         return findings
     root.status, root.priority = Status.FAIL, Priority.P0
     started = origin.when or _first_moment(root, incident)
+    quoted = {(e.source, e.line) for e in root.evidence}
+    kept = []
     for finding in findings:
         if finding is not root and _follows(finding, root, started, incident):
+            # A consequence that quotes only lines the cause already quotes says nothing new.
+            if finding.evidence and all((e.source, e.line) in quoted for e in finding.evidence):
+                continue
             demote(finding, root)
-    return findings
+        kept.append(finding)
+    return kept
 
 
 def merge_same_events(findings: list[Finding], root_id: str | None) -> list[Finding]:

@@ -85,6 +85,10 @@ def _store_host(incident: Incident) -> str | None:
 def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
     ranks = tuple(finding.ranks)
     nodes = tuple(finding.nodes) or tuple(incident.nodes_of(ranks))
+    # Commands run on one node: the one the finding's first line came from, where it began.
+    first = next((e.node for e in finding.evidence if e.node in nodes), None)
+    if first:
+        nodes = (first, *(node for node in nodes if node != first))
     return Facts(
         slurm=job.slurm,
         kubernetes=job.kubernetes,
@@ -100,6 +104,17 @@ def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
         quoted=tuple(Quoted(e.source, e.line) for e in finding.evidence if e.line is not None),
         window=_window(finding, job),
         peers=_peers(finding, incident),
+        nccl_quiet=_nccl_quiet(incident),
+    )
+
+
+# Lines NCCL prints only at NCCL_DEBUG=WARN or INFO (its version banner, Init COMPLETE, the network).
+_NCCL_DEBUG_LINES = ("nccl_warn", "nccl_version", "init_complete", "network", "provider", "comm_rank")
+
+
+def _nccl_quiet(incident: Incident) -> bool:
+    return bool(incident.index.kind("nccl_error", "nccl_failure")) and not incident.index.kind(
+        *_NCCL_DEBUG_LINES
     )
 
 

@@ -492,7 +492,7 @@ _SIMPLE: dict[str, Meaning] = {
         "Horovod's stall inspector: some ranks submitted tensors the others never did (different tensor "
         "names across ranks, or ranks on another code path)",
         C.COLLECTIVE_MISMATCH,
-        52,
+        48,  # low: the inspector's own words allow a rank stuck elsewhere as well
         "debugging-guide.md § 2",
     ),
     "build_unfit_gpu": _fail(

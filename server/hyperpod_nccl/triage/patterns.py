@@ -1268,7 +1268,10 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         "resumed",
         ("checkpoint", "Restor", "Resum", "Loading checkpoint", "Loaded checkpoint"),
         r"(?i)resum\w{0,24} (?:training )?from|restor\w{0,24} (?:states |training )?from"
-        r"|load(?:ed|ing) checkpoint|resume_from_checkpoint\s*[=:]\s*(?!None|null|False)\S",
+        # A Python name for a value (`trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)`,
+        # source code a traceback echoes) says nothing about whether a checkpoint was passed.
+        r"|load(?:ed|ing) checkpoint"
+        r"|resume_from_checkpoint['\"]?\s*[=:]\s*(?!None|null|False|(?!True\b)[a-z_][\w.]{0,80}\s*[,)])\S",
     ),
 )
 

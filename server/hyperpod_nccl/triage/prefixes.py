@@ -5,7 +5,8 @@ Prefixes nest, outermost first: a log store's row (CloudWatch's console or Insig
 `kubectl logs --timestamps`, Ray's `(Worker pid=…)`, mpirun's
 `[1,3]<stdout>:`, srun `--label`'s `3: `, torchrun's `[default3]:` (a *local* rank), PyTorch's
 `[rank3]:` / `[rank3]: ` (global), then a logger prefix (c10 glog, torchrun's elastic logging,
-NCCL's `host:pid:tid [dev]`, slurmstepd's `slurmstepd-host:`, dmesg, journald). Timestamps are
+NCCL's `host:pid:tid [dev]`, slurmstepd's `slurmstepd-host:`, UCX's `[host:pid:thread:tid]`, dmesg,
+journald). Timestamps are
 returned as `YYYY-MM-DDTHH:MM:SS`, with year `0000` when the format carries none (see `timeline`).
 
 srun `--label` numbers tasks. A task is a global rank only when srun starts one task per rank;
@@ -57,6 +58,9 @@ _ELASTIC_GLOG = (
 _BRACKET_DATE = r"\[(?P<bracket_day>\d{4}-\d\d-\d\d) (?P<bracket_clock>\d\d:\d\d:\d\d)(?:,\d+)?\] "
 _NCCL_HOST = r"(?P<nccl_host>[\w.-]+):(?P<nccl_pid>\d+):\d+ \[\d+\] "
 _SLURMSTEPD = r"slurmstepd-(?P<stepd_host>[\w.-]+): "
+# UCX's own lines (`[pool0-1616:1864777:0:1864777] Caught signal 4 (Illegal instruction …)`, its
+# backtraces): host, pid, thread index, thread id; indented as often as not in a pasted block.
+_UCX = r"[ \t]{0,8}\[(?P<ucx_host>[A-Za-z][\w.-]*):(?P<ucx_pid>\d+):\d+:\d+\] "
 _DMESG_T_DATE = (
     r"(?P<dmesg_month>\w{3}) +(?P<dmesg_day>\d+) (?P<dmesg_clock>\d\d:\d\d:\d\d) (?P<dmesg_year>\d{4})"
 )
@@ -70,7 +74,7 @@ _JOURNAL = (
 # prefix (NCCL's `host:pid:tid [dev]`, slurmstepd's) or a kernel one (dmesg, journald).
 _LOGGERS = re.compile(
     rf"(?P<c10>{_C10})|(?P<glog>{_ELASTIC_GLOG})"
-    rf"|(?:{_BRACKET_DATE})?(?:{_NCCL_HOST}|{_SLURMSTEPD}|{_DMESG_T}|{_DMESG}|{_JOURNAL})?"
+    rf"|(?:{_BRACKET_DATE})?(?:{_NCCL_HOST}|{_SLURMSTEPD}|{_UCX}|{_DMESG_T}|{_DMESG}|{_JOURNAL})?"
 )
 # Led by a literal so the regex engine jumps between `20`s; `\b` in front would make it try every
 # position (30x slower on a long line). The word boundary is checked on the few matches instead.
@@ -170,6 +174,8 @@ def _strip_logger(text: str, found: Stripped) -> str:
         found.pid = int(groups["nccl_pid"])
     elif groups["stepd_host"]:
         found.host = groups["stepd_host"]
+    elif groups["ucx_host"]:
+        found.host, found.pid = groups["ucx_host"], int(groups["ucx_pid"])
     elif groups["dmesg_month"]:
         month, day = _MONTHS.get(groups["dmesg_month"], 1), int(groups["dmesg_day"])
         found.stamp = f"{groups['dmesg_year']}-{month:02d}-{day:02d}T{groups['dmesg_clock']}"
