@@ -281,7 +281,7 @@ def render_text(report: Report, *, color: bool = False) -> str:
         lines += ["", f"Timeline ({zone}):"]
         lines += [_timeline_line(event) for event in report.timeline]
     if report.skipped:
-        lines += ["", "Skipped inputs:"]
+        lines += ["", "Skipped or partly read inputs:"]
         lines += [f"  {item.source}: {item.reason}" for item in report.skipped]
     if report.omitted:
         lines += ["", "Left out to fit the size budget: " + "; ".join(report.omitted)]

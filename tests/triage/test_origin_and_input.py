@@ -268,3 +268,13 @@ def test_srun_labels_are_ranks_when_one_task_runs_per_rank(tmp_path: Path) -> No
     ]
     report = triage(tmp_path, {"slurm-4242.out": "\n".join(lines) + "\n"})
     assert cause(report)[:2] == (Category.GPU_OOM, [3]), describe(report)
+
+
+def test_a_file_that_ends_inside_a_line_says_so_and_is_still_read(tmp_path: Path) -> None:
+    (tmp_path / "rank0.log").write_text("[rank0]: RuntimeError: boom\n[rank0]: Traceback (most rec")
+    report = run_triage([tmp_path])
+    (note,) = [s for s in report.skipped if "ends inside this line" in s.reason]
+    assert note.source == "rank0.log" and "rank0.log:2:" in note.reason
+    assert report.root_cause is not None  # what was read still counts
+    (tmp_path / "rank0.log").write_text("[rank0]: RuntimeError: boom\n")
+    assert not run_triage([tmp_path]).skipped

@@ -48,6 +48,7 @@ class ReadReport:
     nul_bytes: int = 0  # NUL bytes skipped inside the text
     first_nul_line: int | None = None
     tail: list[tuple[int, str]] = field(default_factory=list)  # the file's last lines, numbered
+    unfinished_line: int | None = None  # the file ends inside this line: no newline after it
     at: int = 0  # byte offset of the line being yielded
     hit: bool = False  # whether the line being yielded holds a hit (a head line may not)
     found: frozenset[int] = frozenset()  # what the hit finder found in it
@@ -119,6 +120,7 @@ def select_lines(stream: BinaryIO, find_hits: HitFinder, report: ReadReport) -> 
             if carry > MAX_LINE_BYTES:
                 dropping, carry = carry - MAX_LINE_BYTES, MAX_LINE_BYTES
         if carry:
+            report.unfinished_line = report.lines + 1
             line = bytes(view[:carry]) + b"\n"
             yield from _emit_block(line, len(line), find_hits, report, first, truncated_by=dropping)
     finally:

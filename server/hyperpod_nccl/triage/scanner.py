@@ -221,6 +221,11 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         scan.lines_read += report.lines
         for line, dropped in report.truncated:
             scan.problems.append(f"{source}:{line}: line truncated, {dropped} bytes past 64 KiB not read")
+        if report.unfinished_line:  # a paste cut short, a process killed mid-write, or a log still written
+            scan.problems.append(
+                f"{source}:{report.unfinished_line}: the file ends inside this line (no final newline): it "
+                "was cut short or is still being written; what came after it is not in the input"
+            )
         if report.nul_bytes:
             scan.damage = scan.damage or (
                 f"{report.nul_bytes} NUL bytes (a hole in the file) skipped from line "
