@@ -237,6 +237,11 @@ def _listing(values: set[str] | list[str], shown: int = 4) -> str:
     return ", ".join(ordered[:shown]) + (f" (+{more} more)" if more > 0 else "")
 
 
+def _quoted(report: Report) -> frozenset[tuple[str, str, int | None, str]]:
+    """Every line the report quotes, with the finding that quotes it."""
+    return frozenset((f.id, e.source, e.line, e.text) for f in report.findings for e in f.evidence)
+
+
 def not_comparable(previous: Run, current: Run) -> list[str]:
     """Why the current report cannot be a rerun of the previous one; empty when it can be."""
     reasons = []
@@ -249,6 +254,11 @@ def not_comparable(previous: Run, current: Run) -> list[str]:
     if spans_known and (previous.first, previous.last) == (current.first, current.last):
         reasons.append(
             f"the same run twice: both reports span {_iso(current.first)} to {_iso(current.last)}; "
+            "rerun the job, then triage the new logs"
+        )
+    elif not spans_known and _quoted(previous.report) and _quoted(previous.report) == _quoted(current.report):
+        reasons.append(
+            "the same input twice: the logs carry no dates, and both reports quote the very same lines; "
             "rerun the job, then triage the new logs"
         )
     elif spans_known and current.last < previous.first:  # type: ignore[operator]

@@ -134,6 +134,17 @@ def test_the_same_run_twice_and_swapped_reports_are_not_comparable(host_oom: Rep
     )
 
 
+def test_an_undated_report_compared_with_itself_is_the_same_input_twice(tmp_path: Path) -> None:
+    (tmp_path / "slurm-4411.out").write_text(
+        "Caught signal 4 (Illegal instruction: illegal operand)\n"
+        "srun: error: n1: task 0: Exited with exit code 132\n"
+    )
+    report = run_triage([tmp_path])
+    same = diff_reports(report, report)
+    assert same.summary.verdict == "not_comparable"
+    assert same.reasons[0].startswith("the same input twice: the logs carry no dates"), same.reasons
+
+
 def test_reports_of_different_diagnostics_are_refused_by_the_cli_and_the_tool(
     host_oom: Report, tmp_path: Path
 ) -> None:
