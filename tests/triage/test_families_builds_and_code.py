@@ -205,3 +205,17 @@ def test_a_tracebacks_frames_alone_are_a_visible_failure(tmp_path: Path) -> None
     assert cause(report)[:2] == (Category.UNKNOWN, [5]), describe(report)
     failure = _finding(report, "triage.unknown.failure")
     assert failure.status == Status.FAIL and "frames of a Python traceback" in failure.title
+
+
+def test_a_crash_names_the_library_its_backtrace_faulted_in_past_the_signal_handler(tmp_path: Path) -> None:
+    text = (
+        "[gpu3:12345] *** Process received signal ***\n"
+        "[gpu3:12345] Signal: Segmentation fault (11)\n"
+        "[gpu3:12345] [ 0] /lib/x86_64-linux-gnu/libc.so.6(+0x42520)[0x7f3a00042520]\n"
+        "[gpu3:12345] [ 1] /opt/nccl/lib/libnccl.so.2(ncclProxyProgress+0x1b2)[0x7f3a1005a1b2]\n"
+        "[gpu3:12345] [ 2] /lib/x86_64-linux-gnu/libc.so.6(+0x94ac3)[0x7f3a00094ac3]\n"
+    )
+    report = triage(tmp_path, {"mpirun.out": text})
+    finding = _finding(report, "triage.unknown.segfault")
+    assert "libnccl.so.2" in finding.detail, finding.detail
+    assert any(e.line == 4 for e in finding.evidence), describe(report)

@@ -169,10 +169,14 @@ def _latest(events: list[Event], clock: Clock) -> Event | None:
 def _widen_evidence(
     findings: list[Finding], events: list[Event], finding_id: str, incident: Incident
 ) -> None:
-    """The origin's finding quotes every witness rank (up to a limit), not just the first two."""
+    """The origin's finding quotes every witness rank (up to a limit), not just the first two; a line
+    its rule added beside them (a crash's faulting frame) keeps its place after the first."""
     for finding in findings:
         if finding.id == finding_id:
-            finding.evidence = quoted(decisive(events, incident.clock, ORIGIN_EVIDENCE), incident.topology)
+            widened = quoted(decisive(events, incident.clock, ORIGIN_EVIDENCE), incident.topology)
+            witnesses = {(e.source, e.line) for e in quoted(events, incident.topology)}
+            added = [e for e in finding.evidence if (e.source, e.line) not in witnesses]
+            finding.evidence = widened[:1] + added + widened[1:]
 
 
 def _root_cause(

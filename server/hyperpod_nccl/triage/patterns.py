@@ -1036,6 +1036,11 @@ PYTHON = (
             "Check failed:",
             "Check failure stack trace",
         ),
+        # The signal a line names, when it names one: Open MPI's `*** Process received signal ***`
+        # and its `Signal: Segmentation fault (11)` are two events, so the second one says what ended it.
+        r"^(?:.*?(?P<signal>[Ss]egmentation fault|segfault at|SIGSEGV|Illegal instruction|SIGILL"
+        r"|trap invalid opcode|Bus error|SIGBUS|Check failed|Check failure))?",
+        key="signal",
     ),
     _p("traceback", ("Traceback (most recent call last)", "Exception in thread ")),
     # A traceback's frame (`  File "/opt/megatron/core/datasets/gpt_dataset.py", line 111, in __init__`):
@@ -1185,6 +1190,14 @@ def elapsed_seconds(fields: dict[str, str]) -> int:
 
 FACT_PATTERNS: tuple[Pattern, ...] = (
     *PROGRESS,
+    # A native backtrace's frame as glibc, UCX and Open MPI print it (`   4  /usr/lib/…/ep.so(+0x204c2)`,
+    # `/lib/libnccl.so.2(ncclGroupEnd+0x1c)[0x7f…]`): which library a crash happened in. One per library.
+    _p(
+        "crash_frame",
+        (".so(", ".so."),
+        r"(?P<library>/[^\s()\[\]]{1,300}?\.so(?:\.[\d.]{1,20})?)\([^)\s]{0,200}\)",
+        key="library",
+    ),
     _p(
         "pg_init",
         "ProcessGroupNCCL initialization options",

@@ -12,6 +12,7 @@ from hyperpod_nccl.triage.findings import decisive, event_ranks, listed, quoted,
 from hyperpod_nccl.triage.model import Group, Incident
 from hyperpod_nccl.triage.root_cause import Candidate
 from hyperpod_nccl.triage.rules.fabric import never_worked
+from hyperpod_nccl.triage.rules.frames import CRASH_IDS, faulting_frame, library_name
 from hyperpod_nccl.triage.rules.origin import ORIGIN_REFINERS, Refiner
 from hyperpod_nccl.triage.rules.outcome import Outcome
 from hyperpod_nccl.triage.rules.peer_address import named_interface
@@ -61,6 +62,10 @@ def catalogue_finding(group: Group, incident: Incident) -> Finding:
         detail += f"; {cuda_oom_figures(first)}"
     if meaning.category is None and meaning.status == Status.INFO:
         detail += ". A consequence or noise, not the cause."
+    evidence = quoted(decisive(events, incident.clock), incident.topology)
+    if meaning.id in CRASH_IDS and (frame := faulting_frame(events, incident)) is not None:
+        detail += f"; the backtrace's first frame outside the signal handler is in {library_name(frame)}"
+        evidence[1:1] = quoted([frame], incident.topology)  # beside the crash line, before any trimming
     return Finding(
         id=meaning.id,
         status=meaning.status,
@@ -70,7 +75,7 @@ def catalogue_finding(group: Group, incident: Incident) -> Finding:
         detail=detail + ("" if detail.endswith(".") else "."),
         ranks=listed(ranks),
         nodes=nodes[:16],
-        evidence=quoted(decisive(events, incident.clock), incident.topology),
+        evidence=evidence,
     )
 
 
