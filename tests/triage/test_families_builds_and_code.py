@@ -63,6 +63,10 @@ def test_the_commands_go_to_the_node_whose_line_came_first(tmp_path: Path) -> No
     report = triage(tmp_path, {"slurm-881.out": text})
     finding = _finding(report, "triage.software.illegal_instruction")
     assert finding.evidence[0].node == "pool0-7", describe(report)  # UCX's prefix names the host
+    assert (
+        report.root_cause
+        and "one bad machine: the same failure came from 2 nodes" in report.root_cause.ruled_out
+    )
     assert all(c.command.startswith("ssh pool0-7 ") for c in finding.suggested_commands), [
         c.command for c in finding.suggested_commands
     ]

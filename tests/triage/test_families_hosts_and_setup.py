@@ -151,7 +151,8 @@ def test_a_topology_without_an_attribute_this_nccl_reads_is_a_version_matter(
         + "\nip-10-1-2-3:2196:2275 [1] NCCL INFO init.cc:1109 -> 3\n"
     )
     report = triage(tmp_path, {"rank1.log": text})
-    assert cause(report) == (Category.SOFTWARE, [], ["ip-10-1-2-3"]), describe(report)
+    # no line names a rank: the file's name does
+    assert cause(report) == (Category.SOFTWARE, [1], ["ip-10-1-2-3"]), describe(report)
     assert quotes(report, f"Attribute {attribute} of node {node} not found")
     finding = next(f for f in report.findings if f.id == "triage.software.topology_attribute")
     assert "aws-ofi-nccl" in finding.title

@@ -278,3 +278,14 @@ def test_a_file_that_ends_inside_a_line_says_so_and_is_still_read(tmp_path: Path
     assert report.root_cause is not None  # what was read still counts
     (tmp_path / "rank0.log").write_text("[rank0]: RuntimeError: boom\n")
     assert not run_triage([tmp_path]).skipped
+
+
+def test_a_file_named_for_a_rank_whose_lines_name_none_is_that_ranks(tmp_path: Path) -> None:
+    (tmp_path / "train_rank2.log").write_text("Traceback (most recent call last):\nRuntimeError: boom\n")
+    (tmp_path / "train_rank3.log").write_text("[rank1]: RuntimeError: late\n")  # its own lines say rank 1
+    report = run_triage([tmp_path])
+    exception = next(f for f in report.findings if f.id == "triage.software.exception")
+    assert {(e.source, e.rank) for e in exception.evidence} == {
+        ("train_rank2.log", 2),
+        ("train_rank3.log", 1),
+    }

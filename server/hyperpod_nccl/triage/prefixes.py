@@ -117,6 +117,16 @@ def _first_date(text: str) -> re.Match[str] | None:
     return None
 
 
+_RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_.]?(\d+)(?!\d)", re.IGNORECASE)
+
+
+def rank_in_file_name(source: str) -> int | None:
+    """The rank a file's name gives it (`rank-5.log`, `train_rank2.log`), or None."""
+    name = source.replace("\\", "/").rsplit("/", 1)[-1]
+    found = _RANK_IN_NAME.search(name)
+    return int(found.group(1)) if found else None
+
+
 def message_rank(message: str) -> int | None:
     """A global rank named inside the message: `[Rank 3]`, `[PG ID 0 … Rank 3]`, `[rank 3]`."""
     match = _MESSAGE_RANK.search(message)

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from hyperpod_nccl.models import SkippedInput
 from hyperpod_nccl.rankset import compress
 from hyperpod_nccl.triage.events import FileScan
+from hyperpod_nccl.triage.prefixes import rank_in_file_name
 from hyperpod_nccl.triage.summary import Topology
 
-_RANK_IN_NAME = re.compile(r"(?:^|[^a-z])rank[-_.]?(\d+)(?!\d)", re.IGNORECASE)
 _LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
 NODE_LOG_NAMES = (".dmesg", "kern.log", "dmesg.log", "syslog", "messages")
 
@@ -67,8 +67,8 @@ def assess_reading(
 
 def _ranks_by_name(source: str, topology: Topology) -> set[int]:
     name = source.replace("\\", "/").rsplit("/", 1)[-1]
-    if found := _RANK_IN_NAME.search(name):
-        return {int(found.group(1))}
+    if (named := rank_in_file_name(name)) is not None:
+        return {named}
     if name.endswith(NODE_LOG_NAMES):
         return set()  # a node's kernel log holds no rank's output
     stem = name.split(".", 1)[0]

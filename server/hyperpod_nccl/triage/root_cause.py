@@ -177,6 +177,8 @@ def _ruled_out(top: Candidate, context: Context) -> list[str]:
         and top.category != Category.COLLECTIVE_MISMATCH
     ):
         out.append("collective mismatch: every rank that timed out issued the same OpType and sizes")
+    if top.category == Category.SOFTWARE and len(top.nodes) > 1:
+        out.append(f"one bad machine: the same failure came from {len(top.nodes)} nodes")
     if verdict.verdict == "mismatch":
         out.append(
             f"straggler / network: every rank reached {context.collective or 'the collective'}; they "

@@ -29,7 +29,7 @@ from hyperpod_nccl.triage.patterns import (
     elapsed_seconds,
 )
 from hyperpod_nccl.triage.prefilter import build_hit_finder
-from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, message_rank, strip
+from hyperpod_nccl.triage.prefixes import UNKNOWN_YEAR, Stripped, message_rank, rank_in_file_name, strip
 from hyperpod_nccl.triage.run_facts import RUN_FACTS
 
 MAX_EVENTS_PER_FILE = 40_000
@@ -234,6 +234,17 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         scan.events.extend(state.keyed.values())
         _settle_labels(state)
         _apply_local_ranks(state)
+        _rank_from_name(scan)
+
+
+def _rank_from_name(scan: FileScan) -> None:
+    """A file whose lines name no rank, named for one (`train_rank2.log`): its lines are that rank's."""
+    if scan.ranks or scan.storage or (named := rank_in_file_name(scan.source)) is None:
+        return
+    scan.ranks.add(named)
+    for event in scan.events:
+        if event.rank is None:
+            event.rank = named
 
 
 def _take_line(
