@@ -289,3 +289,12 @@ def test_a_file_named_for_a_rank_whose_lines_name_none_is_that_ranks(tmp_path: P
         ("train_rank2.log", 2),
         ("train_rank3.log", 1),
     }
+
+
+def test_files_of_two_jobs_are_said_to_be_two_jobs(tmp_path: Path) -> None:
+    (tmp_path / "slurm-4411.out").write_text("srun: error: n1: task 0: Exited with exit code 132\n")
+    (tmp_path / "slurm-4502.out").write_text("RuntimeError: boom\n")
+    notes = run_triage([tmp_path]).job.notes
+    assert any(note.startswith("The input holds 2 jobs (4411, 4502)") for note in notes), notes
+    (tmp_path / "slurm-4502.out").unlink()
+    assert not any("jobs (" in note for note in run_triage([tmp_path]).job.notes)

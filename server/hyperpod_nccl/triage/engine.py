@@ -116,7 +116,7 @@ def analyse(
         skipped=incident.reading.skipped,
         # after the timeline: the clock's notes say what was dated
         job=describe_run(
-            job_summary(incident, job.job_id, cause.culprit_nodes if cause else ()),
+            job_summary(incident, job.job_id, cause.culprit_nodes if cause else (), job.other_jobs),
             incident,
             cause is not None,
             context.final,

@@ -37,6 +37,8 @@ class JobFacts:
     store_host: str | None
     ended: bool  # a line says the processes ended
     dated: dict[str, dict[int, datetime]]  # source → line → when, for lines whose year is known
+    # Every job id the files' names or the scheduler's lines give, when they give more than one.
+    other_jobs: tuple[str, ...] = ()
 
 
 def job_facts(incident: Incident) -> JobFacts:
@@ -57,8 +59,17 @@ def job_facts(incident: Incident) -> JobFacts:
     for event in incident.events:
         if (moment := incident.at(event)) is not None:
             dated.setdefault(event.source, {})[event.line] = moment
+    jobs = tuple(sorted(set(from_lines + from_names), key=lambda j: (len(j), j)))
     return JobFacts(
-        slurm, kubernetes, job_id, pids, instances, _store_host(incident), processes_ended(incident), dated
+        slurm,
+        kubernetes,
+        job_id,
+        pids,
+        instances,
+        _store_host(incident),
+        processes_ended(incident),
+        dated,
+        jobs if len(jobs) > 1 else (),
     )
 
 

@@ -125,7 +125,10 @@ def pci_bus(text: str, *, nccl: bool = False) -> str:
 
 
 def job_summary(
-    incident: Incident, job_id: str | None = None, culprit_nodes: Iterable[str] = ()
+    incident: Incident,
+    job_id: str | None = None,
+    culprit_nodes: Iterable[str] = (),
+    other_jobs: tuple[str, ...] = (),
 ) -> JobSummary:
     """Call after the timeline is built: the clock's notes say which stamps were dated. The rank map
     lists the culprits' nodes first, so a trimmed map still shows them."""
@@ -144,6 +147,7 @@ def job_summary(
         rank_map_note=_map_note(per_node),
         versions=version_groups(incident.versions),
         notes=[
+            *_several_jobs(other_jobs, job_id),
             *_nodes_not_in_input(incident),
             *_ranks_not_in_input(incident),
             *_machines_behind_one_name(shared),
@@ -151,6 +155,17 @@ def job_summary(
         ],
         job_id=job_id,
     )
+
+
+def _several_jobs(jobs: tuple[str, ...], job_id: str | None) -> list[str]:
+    """Files or lines of more than one job: they are triaged as one, which they were not."""
+    if not jobs:
+        return []
+    listed = ", ".join(jobs[:6]) + (", …" if len(jobs) > 6 else "")
+    return [
+        f"The input holds {len(jobs)} jobs ({listed}), read as one (job {job_id}): triage each job's files "
+        "on their own."
+    ]
 
 
 def _nodes_not_in_input(incident: Incident) -> list[str]:
