@@ -6,8 +6,8 @@ Prefixes nest, outermost first: a log store's row (CloudWatch's console or Insig
 `[1,3]<stdout>:`, srun `--label`'s `3: `, torchrun's `[default3]:` (a *local* rank), PyTorch's
 `[rank3]:` / `[rank3]: ` (global), then a logger prefix (c10 glog, torchrun's elastic logging,
 NCCL's `host:pid:tid [dev]`, slurmstepd's `slurmstepd-host:`, UCX's `[host:pid:thread:tid]`, dmesg,
-journald). Timestamps are
-returned as `YYYY-MM-DDTHH:MM:SS`, with year `0000` when the format carries none (see `timeline`).
+journald). Timestamps are returned as `YYYY-MM-DDTHH:MM:SS`, with year `0000` when the format
+carries none (see `timeline`).
 
 srun `--label` numbers tasks. A task is a global rank only when srun starts one task per rank;
 under torchrun (`[default3]:` inside the label) a task is a launcher, one per node, and the
