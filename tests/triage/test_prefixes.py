@@ -83,3 +83,29 @@ def test_kernel_kubectl_and_torchrun_stamps_are_normalised(
 ) -> None:
     found = strip(line)
     assert (found.stamp, found.host) == (stamp, host)
+
+
+@pytest.mark.parametrize(
+    ("line", "stamp", "message"),
+    [
+        (
+            "ERROR 05-30 22:22:26 [pynccl.py:153] ncclCommInitRank failed",
+            "0000-05-30T22:22:26",
+            "ncclCommInitRank",
+        ),
+        (
+            "INFO 11-18 03:39:17 llm_engine.py:72] Initializing an LLM engine",
+            "0000-11-18T03:39:17",
+            "Initializing",
+        ),
+        (
+            "(EngineCore_DP2 pid=598582) WARNING 03-26 20:21:53.120 [core.py:99] slow",
+            "0000-03-26T20:21:53",
+            "slow",
+        ),
+    ],
+    ids=["vllm-v1", "vllm-v0", "behind-ray"],
+)
+def test_vllms_logger_dates_the_line(line: str, stamp: str, message: str) -> None:
+    found = strip(line)
+    assert (found.stamp, found.message.startswith(message)) == (stamp, True), found

@@ -4,7 +4,7 @@ Prefixes nest, outermost first: a log store's row (CloudWatch's console or Insig
 `| 2024-05-01 10:00:00.000 | message |`, or its events view as `<ISO time><TAB>message`),
 `kubectl logs --timestamps`, Ray's `(Worker pid=…)`, mpirun's
 `[1,3]<stdout>:`, srun `--label`'s `3: `, torchrun's `[default3]:` (a *local* rank), PyTorch's
-`[rank3]:` / `[rank3]: ` (global), then a logger prefix (c10 glog, torchrun's elastic logging,
+`[rank3]:` / `[rank3]: ` (global), then a logger prefix (c10 glog, torchrun's elastic logging, vLLM's,
 NCCL's `host:pid:tid [dev]`, slurmstepd's `slurmstepd-host:`, UCX's `[host:pid:thread:tid]`, dmesg,
 journald). Timestamps are returned as `YYYY-MM-DDTHH:MM:SS`, with year `0000` when the format
 carries none (see `timeline`).
@@ -55,6 +55,12 @@ _C10 = (
 _ELASTIC_GLOG = (
     r"[IWECV](?P<glog_month>\d\d)(?P<glog_day>\d\d) (?P<glog_clock>\d\d:\d\d:\d\d)\.\d+ \d+ [\w./-]+:\d+\] "
 )
+# vLLM's and SGLang's logger (`ERROR 05-30 22:22:26 [pynccl.py:153] `, older `INFO 11-18 03:39:17
+# llm_engine.py:72] `): a level, a month-day and a time, then the source.
+_LEVEL_MONTH_DAY = (
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<vllm_month>\d\d)-(?P<vllm_day>\d\d) "
+    r"(?P<vllm_clock>\d\d:\d\d:\d\d)(?:\.\d+)? \[?[\w./-]{1,200}:\d+\] "
+)
 _BRACKET_DATE = r"\[(?P<bracket_day>\d{4}-\d\d-\d\d) (?P<bracket_clock>\d\d:\d\d:\d\d)(?:,\d+)?\] "
 _NCCL_HOST = r"(?P<nccl_host>[\w.-]+):(?P<nccl_pid>\d+):\d+ \[\d+\] "
 _SLURMSTEPD = r"slurmstepd-(?P<stepd_host>[\w.-]+): "
@@ -73,7 +79,7 @@ _JOURNAL = (
 # c10's glog and torchrun's elastic glog end the prefixes; a bracketed date may come before a host
 # prefix (NCCL's `host:pid:tid [dev]`, slurmstepd's) or a kernel one (dmesg, journald).
 _LOGGERS = re.compile(
-    rf"(?P<c10>{_C10})|(?P<glog>{_ELASTIC_GLOG})"
+    rf"(?P<c10>{_C10})|(?P<glog>{_ELASTIC_GLOG})|{_LEVEL_MONTH_DAY}"
     rf"|(?:{_BRACKET_DATE})?(?:{_NCCL_HOST}|{_SLURMSTEPD}|{_UCX}|{_DMESG_T}|{_DMESG}|{_JOURNAL})?"
 )
 # Led by a literal so the regex engine jumps between `20`s; `\b` in front would make it try every
@@ -177,6 +183,8 @@ def _strip_logger(text: str, found: Stripped) -> str:
             found.stamp = f"{UNKNOWN_YEAR}-{month:02d}-{groups['c10_day']}T{groups['c10_clock']}"
     elif match.group("glog"):
         found.stamp = f"{UNKNOWN_YEAR}-{groups['glog_month']}-{groups['glog_day']}T{groups['glog_clock']}"
+    elif groups["vllm_clock"]:
+        found.stamp = f"{UNKNOWN_YEAR}-{groups['vllm_month']}-{groups['vllm_day']}T{groups['vllm_clock']}"
     elif groups["bracket_day"]:
         found.stamp = f"{groups['bracket_day']}T{groups['bracket_clock']}"
     if groups["nccl_host"]:
