@@ -39,6 +39,7 @@ class JobFacts:
     dated: dict[str, dict[int, datetime]]  # source → line → when, for lines whose year is known
     # Every job id the files' names or the scheduler's lines give, when they give more than one.
     other_jobs: tuple[str, ...] = ()
+    nccl_quiet: bool = False  # an NCCL call failed and NCCL printed no WARN or INFO line
 
 
 def job_facts(incident: Incident) -> JobFacts:
@@ -70,6 +71,17 @@ def job_facts(incident: Incident) -> JobFacts:
         processes_ended(incident),
         dated,
         jobs if len(jobs) > 1 else (),
+        _nccl_quiet(incident),
+    )
+
+
+# Lines NCCL prints only at NCCL_DEBUG=WARN or INFO (its version banner, Init COMPLETE, the network).
+_NCCL_DEBUG_LINES = ("nccl_warn", "nccl_version", "init_complete", "network", "provider", "comm_rank")
+
+
+def _nccl_quiet(incident: Incident) -> bool:
+    return bool(incident.index.kind("nccl_error", "nccl_failure")) and not incident.index.kind(
+        *_NCCL_DEBUG_LINES
     )
 
 
@@ -115,17 +127,7 @@ def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
         quoted=tuple(Quoted(e.source, e.line) for e in finding.evidence if e.line is not None),
         window=_window(finding, job),
         peers=_peers(finding, incident),
-        nccl_quiet=_nccl_quiet(incident),
-    )
-
-
-# Lines NCCL prints only at NCCL_DEBUG=WARN or INFO (its version banner, Init COMPLETE, the network).
-_NCCL_DEBUG_LINES = ("nccl_warn", "nccl_version", "init_complete", "network", "provider", "comm_rank")
-
-
-def _nccl_quiet(incident: Incident) -> bool:
-    return bool(incident.index.kind("nccl_error", "nccl_failure")) and not incident.index.kind(
-        *_NCCL_DEBUG_LINES
+        nccl_quiet=job.nccl_quiet,
     )
 
 
