@@ -223,3 +223,25 @@ def test_a_crash_names_the_library_its_backtrace_faulted_in_past_the_signal_hand
     finding = _finding(report, "triage.unknown.segfault")
     assert "libnccl.so.2" in finding.detail, finding.detail
     assert any(e.line == 4 for e in finding.evidence), describe(report)
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        (
+            "Caught signal 11 (Segmentation fault: address not mapped to object at address 0x10)",
+            "*** SIGSEGV (@0x10) received by PID 4242 (TID 0x7f) from PID 16; stack trace: ***",
+        ),
+        (
+            "Fatal Python error: Segmentation fault",
+            "python[4242]: segfault at 10 ip 00007f3a1005a1b2 sp 00007ffd error 4 in libnccl.so.2",
+        ),
+    ],
+)
+def test_one_crash_named_in_several_words_is_one_event_seen_again(
+    tmp_path: Path, lines: tuple[str, str]
+) -> None:
+    report = triage(tmp_path, {"train.log": "".join(f"{line}\n" for line in lines)})
+    finding = _finding(report, "triage.unknown.segfault")
+    assert [e.line for e in finding.evidence] == [1], describe(report)
+    assert "Seen 2 times" in finding.detail, finding.detail

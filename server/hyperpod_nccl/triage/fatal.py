@@ -669,6 +669,12 @@ _LIBRARY_CHECK = _fail(
     58,
     "debugging-guide.md § 15",
 )
+_CRASH_MEANINGS = {
+    "SIGSEGV": _SEGFAULT,
+    "SIGILL": _ILLEGAL_INSTRUCTION,
+    "SIGBUS": _BUS_ERROR,
+    "CHECK": _LIBRARY_CHECK,
+}
 _SLURM_OOM = _fail(
     "triage.host.slurm_oom", "Slurm task ran out of memory", C.HOST_OOM, 93, "debugging-guide.md § 4"
 )
@@ -932,9 +938,6 @@ def _store_connect(event: Event) -> Meaning:
     )
 
 
-_SEGFAULT_WORDS = re.compile(r"[Ss]egmentation fault|SIGSEGV|[Ss]ignal:? 11\b|segfault at ")
-
-
 def _store_barrier(event: Event) -> Meaning:
     """Fewer workers than the world size reached the barrier: some never started or never got there.
     More than the world size: the same store key was joined twice over — another job on the same
@@ -951,22 +954,18 @@ def _store_barrier(event: Event) -> Meaning:
     return _SIMPLE["rendezvous"]
 
 
-_BUS_ERROR_WORDS = re.compile(r"Bus error|SIGBUS|[Ss]ignal:? 7\b")
-
-
-_ILLEGAL_WORDS = re.compile(r"Illegal instruction|SIGILL|[Ss]ignal:? 4\b|trap invalid opcode")
+# A crash line that names no signal in words may give its number: `Signal: 11`, `Caught signal 7`.
+_SIGNAL_NUMBER = re.compile(r"[Ss]ignal:? (\d+)\b")
 
 
 def _crash(event: Event) -> Meaning | None:
-    if _SEGFAULT_WORDS.search(event.text):
-        return _SEGFAULT
-    if _ILLEGAL_WORDS.search(event.text):
-        return _ILLEGAL_INSTRUCTION
-    if "Check failed:" in event.text or "Check failure stack trace" in event.text:
-        return _LIBRARY_CHECK
-    # A process's own bus-error banner (`Caught signal 7 (Bus error: nonexistent physical address)`,
-    # `Bus error (core dumped)`): the same fault a launcher reports as exit code -7.
-    return _BUS_ERROR if _BUS_ERROR_WORDS.search(event.text) else None
+    """What the signal the crash pattern named (or numbered) means: a segfault, an illegal
+    instruction, a bus error (a process's own `Bus error (core dumped)` banner, the fault a launcher
+    reports as exit code -7) or a library's fatal check; an abort with none of these is generic."""
+    signal = event.fields.get("signal")
+    if signal is None and (number := _SIGNAL_NUMBER.search(event.text)):
+        signal = _SIGNAL_NAMES.get(number.group(1))
+    return _CRASH_MEANINGS.get(signal or "")
 
 
 def _xid(event: Event) -> Meaning:
@@ -1010,6 +1009,7 @@ def exit_code(event: Event) -> int | None:
 
 
 _SIGNAL_NUMBERS = {"SIGILL": 4, "SIGABRT": 6, "SIGBUS": 7, "SIGKILL": 9, "SIGSEGV": 11, "SIGTERM": 15}
+_SIGNAL_NAMES = {str(number): name for name, number in _SIGNAL_NUMBERS.items()}
 
 
 def _monitored_barrier(event: Event) -> Meaning:

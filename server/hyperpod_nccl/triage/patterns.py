@@ -19,6 +19,20 @@ from functools import cached_property
 from hyperpod_nccl.triage.lines import HitFinder
 from hyperpod_nccl.triage.prefilter import SOME_LITERAL, build_hit_finder, hyperscan_matcher
 
+# The words a crash line names its signal with, and the signal each means.
+CRASH_SIGNALS = (
+    ("segmentation fault", "SIGSEGV"),
+    ("segfault at", "SIGSEGV"),
+    ("sigsegv", "SIGSEGV"),
+    ("illegal instruction", "SIGILL"),
+    ("sigill", "SIGILL"),
+    ("trap invalid opcode", "SIGILL"),
+    ("bus error", "SIGBUS"),
+    ("sigbus", "SIGBUS"),
+    ("check failed", "CHECK"),
+    ("check failure", "CHECK"),
+)
+
 
 @dataclass(frozen=True)
 class Pattern:
@@ -33,6 +47,8 @@ class Pattern:
     # The regex can only match a message holding one of these words: substring tests that fail
     # cost a fraction of a search that fails (used where a regex scans the whole line for them).
     needs_any: tuple[str, ...] = ()
+    # Words the key's group may hold, each with the one name its events fold under (lower-cased).
+    key_names: tuple[tuple[str, str], ...] = ()
 
     def match(self, message: str) -> dict[str, str] | None:
         if not any(anchor in message for anchor in self.anchors):
@@ -48,7 +64,10 @@ class Pattern:
         found = self.regex.search(message.lower() if self.lowered else message)
         if found is None:
             return None
-        return {name: value for name, value in found.groupdict().items() if value is not None}
+        fields = {name: value for name, value in found.groupdict().items() if value is not None}
+        if self.key_names and self.key in fields:
+            fields[self.key] = dict(self.key_names).get(fields[self.key].lower(), fields[self.key])
+        return fields
 
 
 def _p(
@@ -58,9 +77,11 @@ def _p(
     key: str = "",
     lowered: bool = False,
     needs_any: tuple[str, ...] = (),
+    key_names: tuple[tuple[str, str], ...] = (),
 ) -> Pattern:
     anchor_tuple = (anchors,) if isinstance(anchors, str) else anchors
-    return Pattern(kind, anchor_tuple, re.compile(regex) if regex else None, key, lowered, needs_any)
+    compiled = re.compile(regex) if regex else None
+    return Pattern(kind, anchor_tuple, compiled, key, lowered, needs_any, key_names)
 
 
 _PG = r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]]{0,200}Rank \d+\]\s*)?"
@@ -1041,6 +1062,8 @@ PYTHON = (
         r"^(?:.*?(?P<signal>[Ss]egmentation fault|segfault at|SIGSEGV|Illegal instruction|SIGILL"
         r"|trap invalid opcode|Bus error|SIGBUS|Check failed|Check failure))?",
         key="signal",
+        # ...and one crash's `Segmentation fault` and `SIGSEGV` lines are one event, seen twice.
+        key_names=CRASH_SIGNALS,
     ),
     _p("traceback", ("Traceback (most recent call last)", "Exception in thread ")),
     # A traceback's frame (`  File "/opt/megatron/core/datasets/gpt_dataset.py", line 111, in __init__`):
