@@ -150,6 +150,8 @@ def _finding_lines(finding: Finding, color: bool) -> list[str]:
             lines.append(f"{indent}  $ {suggestion.command}")
             needs = f"; needs {suggestion.permission}" if suggestion.permission else ""
             lines.append(f"{indent}    {suggestion.why} [{suggestion.blast_radius}{needs}]")
+    elif finding.no_command_reason and finding.is_issue:
+        lines.append(f"{indent}No command fits: {finding.no_command_reason}")
     return lines
 
 

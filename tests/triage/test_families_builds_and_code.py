@@ -16,6 +16,11 @@ from hyperpod_nccl.models import Category, Finding, Report, Status
 from tests.triage.test_families import cause, describe, triage
 
 
+def _root(report: Report) -> tuple[str | None, str | None]:
+    found = report.root_cause
+    return (found.category, found.finding) if found else (None, None)
+
+
 def _finding(report: Report, finding_id: str) -> Finding:
     found = [f for f in report.findings if f.id == finding_id]
     assert found, describe(report)
@@ -245,3 +250,70 @@ def test_one_crash_named_in_several_words_is_one_event_seen_again(
     finding = _finding(report, "triage.unknown.segfault")
     assert [e.line for e in finding.evidence] == [1], describe(report)
     assert "Seen 2 times" in finding.detail, finding.detail
+
+
+# --- a command line the script refuses ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[rank1]: finetune.py: error: the following arguments are required: --data_path",
+        "pretrain_gpt.py: error: argument --micro-batch-size: invalid int value: '4,'",
+        "main.py: error: unrecognized arguments: --deepspeed_config ds.json",
+        "Error: No such option: --nproc-per-node",
+    ],
+)
+def test_a_script_that_refuses_its_command_line_is_the_launch_command(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"worker.log": f"usage: finetune.py [-h] [--data_path DATA_PATH]\n{line}\n"})
+    assert _root(report) == ("config", "triage.config.bad_arguments"), describe(report)
+    assert _finding(report, "triage.config.bad_arguments").no_command_reason
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "train.py: error: unrecognized arguments: --local-rank=3",
+        "[default0]:run_clm.py: error: unrecognized arguments: --local_rank=0",
+        "ValueError: Some specified arguments are not used by the HfArgumentParser: ['--local-rank=1']",
+        "Error: No such option: --local-rank (Possible options: --local_rank)",
+    ],
+)
+def test_a_local_rank_argument_the_script_does_not_declare_is_a_launcher_of_another_generation(
+    tmp_path: Path, line: str
+) -> None:
+    report = triage(tmp_path, {"worker.log": f"{line}\n"})
+    assert _root(report) == ("software", "triage.software.local_rank_argument"), describe(report)
+    assert _finding(report, "triage.software.local_rank_argument").reference == "debugging-guide.md § 10"
+
+
+# --- an inference framework's own all-reduce on GPUs without peer access --------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Failed: Cuda error /workspace/sglang/sgl-kernel/csrc/allreduce/custom_all_reduce.cuh:318 "
+        "'peer access is not supported between these two devices'",
+        "[TensorRT-LLM][ERROR] CUDA runtime error in cudaIpcOpenMemHandle: peer access is not supported "
+        "between these two devices (customAllReduceKernels.cu:212)",
+    ],
+)
+def test_a_custom_all_reduce_without_peer_access_is_the_frameworks_kernel_not_nccl(
+    tmp_path: Path, line: str
+) -> None:
+    report = triage(tmp_path, {"server.log": f"{line}\n"})
+    assert _root(report) == ("software", "triage.software.custom_all_reduce_p2p"), describe(report)
+    commands = " ".join(
+        c.command for c in _finding(report, "triage.software.custom_all_reduce_p2p").suggested_commands
+    )
+    assert "nvidia-smi topo -p2p r" in commands
+
+
+def test_nccls_own_peer_access_failure_stays_a_configuration_of_the_gpus(tmp_path: Path) -> None:
+    line = (
+        "node1:4242:4300 [1] NCCL INFO transport/p2p.cc:240 Cuda failure 'peer access is not supported "
+        "between these two devices'\n"
+    )
+    report = triage(tmp_path, {"node1.log": line})
+    assert _root(report) == ("config", "triage.config.p2p_unsupported"), describe(report)

@@ -970,6 +970,13 @@ def _p2p(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _custom_all_reduce(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "nvidia-smi topo -p2p r", "which GPU pairs can read each other's memory"),
+        _gpu_links(facts),
+    ]
+
+
 def _init_stalled(facts: Facts) -> list[SuggestedCommand]:
     return [
         kernel_log(facts, "grep -i -e iommu -e DMAR", "whether an IOMMU sits between the GPUs"),
@@ -1120,6 +1127,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.invalid_device": _invalid_device,
     "triage.config.nccl_invalid_usage": _invalid_usage,
     "triage.config.p2p_unsupported": _p2p,
+    "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
     "triage.config.nccl_init_stalled": _init_stalled,
     "triage.config.iommu_fault": _iommu,
     "triage.nccl.all_inside_one_node": _inside_one_node,
@@ -1155,6 +1163,14 @@ REASONS: dict[str, str] = {
     "triage.software.wrapper_misuse": (
         "the fix is in the training code: reach the model inside the wrapper (model.module, "
         "accelerator.unwrap_model(model)) for its attributes, generation, saving and from_pretrained"
+    ),
+    "triage.config.bad_arguments": (
+        "the fix is in the launch command or the script's argument parser: compare the arguments the "
+        "line names with the usage argparse printed above it"
+    ),
+    "triage.software.local_rank_argument": (
+        "the fix is in the script: read the local rank from the LOCAL_RANK environment variable (torchrun "
+        "sets it), or declare both spellings: parser.add_argument('--local-rank', '--local_rank', type=int)"
     ),
     "triage.software.stale_file_handle": (
         "the fix is in the training code: give each node its own cache, lock or checkpoint path"

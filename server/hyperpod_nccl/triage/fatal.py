@@ -503,6 +503,14 @@ _SIMPLE: dict[str, Meaning] = {
         70,
         "debugging-guide.md § 10",
     ),
+    "bad_arguments": _fail(
+        "triage.config.bad_arguments",
+        "The training script refused its command line (an argument it does not declare, a required one "
+        "missing, a bad value): the launch command and the script do not fit",
+        C.CONFIG,
+        76,
+        "debugging-guide.md § 15",
+    ),
     "wrapper_misuse": _fail(
         "triage.software.wrapper_misuse",
         "The code used the data-parallel wrapper (DDP, FSDP, DataParallel) where the model inside it was "
@@ -866,10 +874,47 @@ _MISMATCHED_BUILDS = (
 _PEER_ACCESS = ("peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED")
 
 
+# PyTorch 2.0's launcher passes `--local-rank=N`; scripts written before it declare `--local_rank` (and
+# a few written since declare only the new spelling for an old launcher).
+_LOCAL_RANK_ARGUMENT = re.compile(r"--local[-_]rank\b")
+
+
+def _bad_arguments(event: Event) -> Meaning:
+    if _LOCAL_RANK_ARGUMENT.search(event.fields.get("args", "")):
+        return _fail(
+            "triage.software.local_rank_argument",
+            "The launcher passed --local-rank (PyTorch 2.0 and later; --local_rank before) and the script "
+            "declares the other spelling: a launcher and a script of different PyTorch generations",
+            C.SOFTWARE,
+            82,
+            "debugging-guide.md § 10",
+        )
+    return _SIMPLE["bad_arguments"]
+
+
+# vLLM's, SGLang's and TensorRT-LLM's own all-reduce kernel writes straight into the peer GPUs'
+# memory: on GPUs without peer access (consumer cards, PCIe through the host bridge) the framework
+# should have left it off; NCCL would have worked.
+_CUSTOM_ALL_REDUCE = ("custom_all_reduce", "CustomAllreduce", "custom_ar", "customAllReduce")
+
+
+def _peer_access(event: Event) -> Meaning:
+    if any(name in event.text for name in _CUSTOM_ALL_REDUCE):
+        return _fail(
+            "triage.software.custom_all_reduce_p2p",
+            "The inference framework's own all-reduce kernel (vLLM, SGLang, TensorRT-LLM) needs GPU peer "
+            "access these GPUs lack: turn it off (--disable-custom-all-reduce); NCCL works",
+            C.SOFTWARE,
+            78,
+            "debugging-guide.md § 19",
+        )
+    return _SIMPLE["p2p_unsupported"]
+
+
 def _cuda_error(event: Event) -> Meaning:
     what = event.fields.get("what", "")
     if any(text in what for text in _PEER_ACCESS):
-        return _SIMPLE["p2p_unsupported"]
+        return _peer_access(event)
     if any(text in what for text in _MISMATCHED_BUILDS):
         return _fail(
             "triage.software.cuda_build_mismatch",
@@ -1234,4 +1279,6 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "ib_setup": _ib_setup,
     "crash": _crash,
     "store_barrier": _store_barrier,
+    "bad_arguments": _bad_arguments,
+    "p2p_unsupported": _peer_access,
 }

@@ -950,6 +950,25 @@ MISSING = (
 )
 
 FRAMEWORK = (
+    # The script refused its own command line: argparse's `train.py: error: unrecognized arguments:
+    # --local-rank=2` (and its other complaints), click's `Error: No such option: --foo`, Hugging Face's
+    # `Some specified arguments are not used by the HfArgumentParser: ['--local-rank=0']`.
+    _p(
+        "bad_arguments",
+        (
+            ": error: unrecognized arguments:",
+            ": error: the following arguments are required:",
+            ": error: argument ",
+            ": error: ambiguous option:",
+            "Error: No such option:",
+            "Error: Missing option",
+            "Error: Got unexpected extra argument",
+            "arguments are not used by the HfArgumentParser",
+        ),
+        r"[Ee]rror: (?:unrecognized arguments|the following arguments are required"
+        r"|argument \S+: |ambiguous option|No such option|Missing option|Got unexpected extra argument"
+        r"|Some specified arguments are not used by the HfArgumentParser)(?P<args>.{0,300})",
+    ),
     # The code reached the model through its data-parallel wrapper: `'DistributedDataParallel' object
     # has no attribute 'generate'`, `… is of type: <class '…DistributedDataParallel'>, but should be
     # <class '…ModelMixin'>` (a pipeline built from the wrapped model), FSDP's and DataParallel's alike.
