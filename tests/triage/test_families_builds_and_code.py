@@ -317,3 +317,28 @@ def test_nccls_own_peer_access_failure_stays_a_configuration_of_the_gpus(tmp_pat
     )
     report = triage(tmp_path, {"node1.log": line})
     assert _root(report) == ("config", "triage.config.p2p_unsupported"), describe(report)
+
+
+# --- a peer's shared-memory segment this rank cannot see --------------------------------------------------
+
+
+def test_a_peers_segment_not_found_is_dev_shm_not_shared_not_a_full_dev_shm(tmp_path: Path) -> None:
+    text = (
+        "trainer-worker-1:812:901 [3] NCCL INFO Channel 00 : 3[3] -> 2[2] via SHM/direct/direct\n"
+        "trainer-worker-1:812:901 [3] misc/shmutils.cc:87 NCCL WARN Error while attaching to shared memory "
+        "segment /dev/shm/nccl-Xy12Ab (size 9637888), error: No such file or directory (2)\n"
+        "trainer-worker-1:812:901 [3] NCCL INFO transport/shm.cc:373 -> 2\n"
+    )
+    report = triage(tmp_path, {"worker-1.log": text})
+    assert _root(report) == ("config", "triage.config.shm_not_shared"), describe(report)
+    commands = [c.command for c in _finding(report, "triage.config.shm_not_shared").suggested_commands]
+    assert any("NCCL_SHM_DISABLE=1" in c for c in commands) and not any("remount" in c for c in commands)
+
+
+def test_a_segment_that_cannot_grow_is_still_a_full_dev_shm(tmp_path: Path) -> None:
+    text = (
+        "node1:812:901 [0] include/shm.h:28 NCCL WARN Error while creating shared memory segment "
+        "/dev/shm/nccl-Xy12Ab (size 9637888), error: No space left on device (28)\n"
+    )
+    report = triage(tmp_path, {"node1.log": text})
+    assert _root(report) == ("config", "triage.config.shm"), describe(report)

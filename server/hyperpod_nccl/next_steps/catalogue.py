@@ -511,18 +511,23 @@ def _limits(facts: Facts) -> list[SuggestedCommand]:
     return checks
 
 
-def _shm(facts: Facts) -> list[SuggestedCommand]:
-    found = [_dev_shm_use(facts)]
-    if not facts.kubernetes:  # a pod's /dev/shm is an emptyDir in its spec, not a flag
-        found.append(
-            suggest(
-                "docker inspect --format '{{.HostConfig.ShmSize}} {{.HostConfig.IpcMode}}'",
-                placeholder("container"),
-                why="in a container: the /dev/shm size it was started with (67108864 is Docker's 64 MB "
-                "default) and whether it shares the host's (ipc host)",
-                permission="docker on the host",
-            )
+def _container_shm(facts: Facts) -> list[SuggestedCommand]:
+    if facts.kubernetes:  # a pod's /dev/shm is an emptyDir in its spec, not a flag
+        return []
+    return [
+        suggest(
+            "docker inspect --format '{{.HostConfig.ShmSize}} {{.HostConfig.IpcMode}}'",
+            placeholder("container"),
+            why="in a container: the /dev/shm size it was started with (67108864 is Docker's 64 MB "
+            "default) and whether it shares the host's (ipc host)",
+            permission="docker on the host",
         )
+    ]
+
+
+def _shm(facts: Facts) -> list[SuggestedCommand]:
+    found = [_dev_shm_use(facts), *_container_shm(facts)]
+    if not facts.kubernetes:
         found.append(
             suggest(
                 "docker run --ipc=host --ulimit memlock=-1 --ulimit stack=67108864",
@@ -970,6 +975,19 @@ def _p2p(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _shm_not_shared(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts, "ls -l /dev/shm", "the segments this rank's /dev/shm holds: a peer's nccl-* is not there"
+        ),
+        *_container_shm(facts),
+        export(
+            "NCCL_SHM_DISABLE=1",
+            why="as a diagnostic only: a rerun that completes says the segment was not shared",
+        ),
+    ]
+
+
 def _custom_all_reduce(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(facts, "nvidia-smi topo -p2p r", "which GPU pairs can read each other's memory"),
@@ -1138,6 +1156,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.bootstrap_refused": _bootstrap_refused,
     "triage.network.peer_crashed": _peer_crashed,
     "triage.config.shm": _shm,
+    "triage.config.shm_not_shared": _shm_not_shared,
     "triage.config.members_missing": _members_missing,
     "triage.config.slurm_step_refused": _step_refused,
     "triage.config.ib_local_protection": _ib_protection,

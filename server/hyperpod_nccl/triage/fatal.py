@@ -879,6 +879,25 @@ _PEER_ACCESS = ("peer access is not supported", "PeerAccessUnsupported", "PEER_A
 _LOCAL_RANK_ARGUMENT = re.compile(r"--local[-_]rank\b")
 
 
+# `Error while attaching to shared memory segment /dev/shm/nccl-… (size N), error: No such file or
+# directory (2)`: the segment a peer on "this host" created is not in this rank's /dev/shm.
+_SEGMENT_NOT_FOUND = re.compile(r"attaching to shared memory segment.*(?:No such file or directory|\(2\))")
+
+
+def _shared_memory(event: Event) -> Meaning:
+    if _SEGMENT_NOT_FOUND.search(event.text):
+        return _fail(
+            "triage.config.shm_not_shared",
+            "A rank could not find the shared-memory segment its peer created: ranks NCCL took for one host "
+            "do not share /dev/shm (separate containers or pods, one host identity on two machines), or "
+            "an NCCL release that mishandles it",
+            C.CONFIG,
+            72,
+            "debugging-guide.md § 17",
+        )
+    return _SIMPLE["shm_exhausted"]
+
+
 def _bad_arguments(event: Event) -> Meaning:
     if _LOCAL_RANK_ARGUMENT.search(event.fields.get("args", "")):
         return _fail(
@@ -1280,5 +1299,6 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "crash": _crash,
     "store_barrier": _store_barrier,
     "bad_arguments": _bad_arguments,
+    "shm_exhausted": _shared_memory,
     "p2p_unsupported": _peer_access,
 }
