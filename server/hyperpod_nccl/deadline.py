@@ -36,11 +36,13 @@ def _context_of(tool: Callable[..., Any]) -> str | None:
     return None
 
 
-async def _report_while_waiting(ctx: Context | None, name: str, started: float) -> None:
+async def _report_while_waiting(ctx: Context | None, name: str, started: float, deadline: float) -> None:
     if ctx is None:
         return
+    # A short deadline still shows progress before it: at least twice on the way.
+    every = min(PROGRESS_EVERY_S, deadline / 3)
     while True:
-        await anyio.sleep(PROGRESS_EVERY_S)
+        await anyio.sleep(every)
         waited = time.monotonic() - started
         try:
             await ctx.report_progress(waited, None, f"{name}: still waiting after {waited:.0f} s")
@@ -82,7 +84,7 @@ def with_deadline(tool: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
         with anyio.move_on_after(deadline):
             async with anyio.create_task_group() as group:
                 if not own_context:  # a tool with its own Context reports its own progress
-                    group.start_soon(_report_while_waiting, ctx, tool.__name__, started)
+                    group.start_soon(_report_while_waiting, ctx, tool.__name__, started, deadline)
                 await asyncio.wait({task})
                 group.cancel_scope.cancel()
         if not task.done():

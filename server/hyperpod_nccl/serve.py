@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hmac
 import ipaddress
+import os
 import re
 import socket
 import sys
@@ -196,10 +197,21 @@ def run_serve(args: argparse.Namespace) -> int:
             server.run("stdio")
         else:
             anyio.run(server.run_stdio_streams, *door.hand_over())
+        _leave_abandoned_calls()
         return EXIT_OK
     _check_bindable(listen)
     _serve_http(server, listen, token, args.allow_host, f"{settings.files.describe()}; {contexts}")
     return EXIT_OK
+
+
+def _leave_abandoned_calls() -> None:
+    """The client closed the connection. A call answered at its deadline may still hold a worker
+    thread blocked on a silent endpoint (read-only, its answer already given); nobody waits for it
+    now, so exit at once instead of when its socket times out."""
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_OK)
 
 
 def _start_scan_workers_parent() -> None:
