@@ -342,3 +342,45 @@ def test_a_segment_that_cannot_grow_is_still_a_full_dev_shm(tmp_path: Path) -> N
     )
     report = triage(tmp_path, {"node1.log": text})
     assert _root(report) == ("config", "triage.config.shm"), describe(report)
+
+
+# --- JAX's and TensorFlow's coordination service ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Deadline Exceeded\n"
+            "Additional GRPC error information from remote target coordination_service while calling "
+            "/tensorflow.CoordinationService/RegisterTask:\n",
+            ("config", "triage.config.coordinator_unreachable"),
+        ),
+        (
+            "E1105 10:00:01.000000 4242 coordination_service_agent.cc:160] Failed to connect to coordination "
+            "service: UNAVAILABLE: failed to connect to all addresses\n",
+            ("config", "triage.config.coordinator_unreachable"),
+        ),
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: DEADLINE_EXCEEDED: Barrier timed out. Barrier_id: "
+            "PjRT_Client_Connect. Timed out task names: /job:jax_worker/replica:0/task:3\n",
+            ("rendezvous", "triage.rendezvous.coordination_barrier"),
+        ),
+        (
+            "E1105 10:20:01.000000 4242 coordination_service.cc:523] /job:jax_worker/replica:0/task:2 has "
+            "stopped sending heartbeats (last heartbeat 100s ago)\n",
+            ("unknown", "triage.unknown.coordination_peer_lost"),
+        ),
+    ],
+)
+def test_the_coordination_service_is_the_multi_host_rendezvous_not_storage(
+    tmp_path: Path, text: str, expected: tuple[str, str]
+) -> None:
+    report = triage(tmp_path, {"worker0.log": text})
+    assert _root(report) == expected, describe(report)
+
+
+def test_a_deadline_is_storage_where_the_line_names_storage(tmp_path: Path) -> None:
+    text = "google.api_core.exceptions.DeadlineExceeded: 504 Deadline Exceeded uploading to the bucket\n"
+    report = triage(tmp_path, {"worker0.log": text})
+    assert any(f.id == "triage.storage.timeout" for f in report.findings), describe(report)

@@ -633,6 +633,28 @@ def test_nvls_failing_in_its_own_source_file_is_the_nvls_family(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
+    "what",
+    [
+        ("transport/nvls.cc:223", "Cuda failure 999 'unknown error'"),
+        ("transport/nvls.cc:154", "Cuda failure 1 'invalid argument'"),
+        (
+            "transport/nvls.cc:379",
+            "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the "
+            "operation cannot be performed in the present state'",
+        ),
+    ],
+)
+def test_nvls_failing_any_other_way_is_the_nodes_nvswitch_fabric(
+    tmp_path: Path, what: tuple[str, str]
+) -> None:
+    line = nccl_warn("gpu47", 4962, 1, *what)
+    report = triage(tmp_path, {"gpu47.log": line.lstrip("\n") + "\n"})
+    assert cause(report) == (Category.GPU_HARDWARE, [], ["gpu47"]), describe(report)
+    fabric = next(f for f in report.findings if f.id == "triage.gpu.nvls_fabric")
+    assert any("nvidia-fabricmanager" in c.command for c in fabric.suggested_commands)
+
+
+@pytest.mark.parametrize(
     "line",
     [
         "gloo::IoException: [/tmp/horovod/third_party/gloo/gloo/rendezvous/http_store.cc:53] Wait timeout "

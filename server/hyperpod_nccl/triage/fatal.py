@@ -90,7 +90,12 @@ _SIMPLE: dict[str, Meaning] = {
     ),
     "cuda_error": _fail("triage.cuda.error", "CUDA runtime error", C.SOFTWARE, 58, "debugging-guide.md § 20"),
     "nvls": _fail(
-        "triage.config.nvls", "NVLink SHARP (NVLS) setup failed", C.CONFIG, 70, "debugging-guide.md § 19"
+        "triage.config.nvls",
+        "NVLink SHARP (NVLS) is not supported here (no NVSwitch multicast for this driver, VM or GPU): "
+        "NCCL_NVLS_ENABLE=0",
+        C.CONFIG,
+        70,
+        "debugging-guide.md § 19",
     ),
     "oom_killed": _fail(
         "triage.host.oom_killed",
@@ -874,6 +879,60 @@ _MISMATCHED_BUILDS = (
 _PEER_ACCESS = ("peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED")
 
 
+def _coordination(event: Event) -> Meaning | None:
+    """JAX's and TensorFlow's multi-host rendezvous: the coordinator unreachable from this task, a
+    barrier some tasks never reached, or a peer task that stopped (its own log holds the cause)."""
+    what = event.fields.get("what", "")
+    if what == "Barrier timed out":
+        return _fail(
+            "triage.rendezvous.coordination_barrier",
+            "Some tasks never reached the coordination service's barrier (JAX / TensorFlow multi-host): "
+            "they started too late, never started, or could not reach the coordinator",
+            C.RENDEZVOUS,
+            72,
+            "debugging-guide.md § 7",
+        )
+    if what in ("RegisterTask", "PjRT_Client_Connect") or "connect" in what:
+        return _fail(
+            "triage.config.coordinator_unreachable",
+            "This task could not register with the JAX / TensorFlow coordination service: the coordinator's "
+            "address or port is wrong, it was not started, or traffic to its port is blocked",
+            C.CONFIG,
+            72,
+            "debugging-guide.md § 7",
+        )
+    if what:
+        return _fail(
+            "triage.unknown.coordination_peer_lost",
+            "The coordination service lost a task of the job (its heartbeats stopped, or it reported a "
+            "fatal error): that task's own log holds the cause",
+            C.UNKNOWN,
+            46,
+            "debugging-guide.md § 7",
+        )
+    return None
+
+
+# NVLS set-up failing with CUDA's "not supported": the system does not offer NVLink SHARP (no NVSwitch
+# multicast, a driver or VM without it); NCCL_NVLS_ENABLE=0 is the setting. Any other failure
+# (`unknown error` 999, `invalid argument`, 401 `cannot be performed in the present state`) is the
+# node's NVSwitch fabric, typically a fabric manager restarted without a GPU reset: the node's state.
+_NVLS_UNSUPPORTED = ("not supported", "Cuda failure 801", "CUDA error 801")
+
+
+def _nvls(event: Event) -> Meaning:
+    if any(words in event.text for words in _NVLS_UNSUPPORTED):
+        return _SIMPLE["nvls"]
+    return _fail(
+        "triage.gpu.nvls_fabric",
+        "NVLink SHARP (NVLS) setup failed on this node: its NVSwitch fabric is in a bad state (the fabric "
+        "manager restarted without a GPU reset, or in error); reset the GPUs and fabric manager",
+        C.GPU_HARDWARE,
+        74,
+        "multinode.md § 1",
+    )
+
+
 # PyTorch 2.0's launcher passes `--local-rank=N`; scripts written before it declare `--local_rank` (and
 # a few written since declare only the new spelling for an old launcher).
 _LOCAL_RANK_ARGUMENT = re.compile(r"--local[-_]rank\b")
@@ -1299,6 +1358,8 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "crash": _crash,
     "store_barrier": _store_barrier,
     "bad_arguments": _bad_arguments,
+    "coordination": _coordination,
+    "nvls": _nvls,
     "shm_exhausted": _shared_memory,
     "p2p_unsupported": _peer_access,
 }

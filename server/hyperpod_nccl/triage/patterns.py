@@ -635,6 +635,25 @@ CONFIG = (
         ),
     ),
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
+    # JAX's and TensorFlow's coordination service, the rendezvous of `jax.distributed.initialize` and
+    # of MultiWorkerMirroredStrategy: a task that could not register with the coordinator (`RPC:
+    # /tensorflow.CoordinationService/RegisterTask` after `DEADLINE_EXCEEDED`), a barrier some tasks
+    # never reached (`Barrier timed out. Barrier_id: PjRT_Client_Connect`), a task whose heartbeats
+    # stopped, the service shutting the job down.
+    _p(
+        "coordination",
+        (
+            "CoordinationService/",
+            "coordination service",
+            "Coordination service",
+            "Barrier timed out",
+            "PjRT_Client_Connect",
+            "stopped sending heartbeats",
+        ),
+        r"(?P<what>Barrier timed out|RegisterTask|PjRT_Client_Connect|[Ff]ailed to connect to (?:the )?"
+        r"coordination service|stopped sending heartbeats|[Hh]eartbeat|detected fatal errors|[Ss]hut ?down)",
+        key="what",
+    ),
     # A TCP connect to the store that never completed: errno 110 / 113 mean the address is
     # unreachable (wrong MASTER_ADDR, traffic blocked); 111 means nothing listened there yet.
     # PyTorch ≤ 1.13 words the same as `connect() timed out`; torchelastic as a RendezvousConnectionError.
@@ -896,7 +915,13 @@ STORAGE_CLIENT = (
             "Retrying",
         ),
     ),
-    _p("storage_timeout", ("ReadTimeoutError", "DEADLINE_EXCEEDED", "Deadline Exceeded", "Read timed out")),
+    # A gRPC deadline is storage's only where the line says so: JAX's and TensorFlow's coordination
+    # service answer a task that never registered with the same `DEADLINE_EXCEEDED`.
+    _p(
+        "storage_timeout",
+        ("ReadTimeoutError", "DEADLINE_EXCEEDED", "Deadline Exceeded", "Read timed out"),
+        r"ReadTimeoutError|Read timed out|(?i:storage|bucket|\bgcs\b|\bs3\b|blob|upload|download|object)",
+    ),
 )
 
 DATA = (
