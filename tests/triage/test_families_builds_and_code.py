@@ -384,3 +384,48 @@ def test_a_deadline_is_storage_where_the_line_names_storage(tmp_path: Path) -> N
     text = "google.api_core.exceptions.DeadlineExceeded: 504 Deadline Exceeded uploading to the bucket\n"
     report = triage(tmp_path, {"worker0.log": text})
     assert any(f.id == "triage.storage.timeout" for f in report.findings), describe(report)
+
+
+# --- launch settings that do not fit the script, the machine or the checkpoint ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "train.log",
+            "pytorch_lightning.utilities.exceptions.MisconfigurationException: You requested gpu: [0, 1, 2]\n"
+            " But your machine only has: [0, 1]\n",
+            ("config", "triage.config.trainer_misconfigured"),
+        ),
+        (
+            "rank0.log",
+            "[rank0]: deepspeed.runtime.zero.utils.ZeRORuntimeException: The checkpoint being loaded used a "
+            "DP world size of 16 but the current world size is 8. Automatic adjustment of ZeRO's optimizer "
+            "state partitioning with a new world size is not currently supported.\n",
+            ("config", "triage.config.resume_layout_changed"),
+        ),
+        (
+            "launcher.log",
+            "[mpiexec@head] ssh: Could not resolve hostname node-a:8: Name or service not known\n",
+            ("software", "triage.software.host_slots_as_name"),
+        ),
+        (
+            "slurm-812.out",
+            "1: Error executing job with overrides: ['trainer.devices=8', 'trainer.num_nodes=4']\n",
+            ("unknown", "triage.unknown.failure"),
+        ),
+    ],
+)
+def test_launch_settings_that_do_not_fit(
+    tmp_path: Path, name: str, text: str, expected: tuple[str, str]
+) -> None:
+    report = triage(tmp_path, {name: text})
+    assert _root(report) == expected, describe(report)
+    assert report.blocking, describe(report)
+
+
+def test_a_host_name_that_does_not_resolve_stays_an_ssh_reachability_problem(tmp_path: Path) -> None:
+    text = "ssh: Could not resolve hostname gpu-node-17: Name or service not known\n"
+    report = triage(tmp_path, {"launcher.log": text})
+    assert _root(report) == ("config", "triage.config.ssh_unreachable"), describe(report)

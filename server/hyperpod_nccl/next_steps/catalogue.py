@@ -988,6 +988,10 @@ def _shm_not_shared(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _host_slots_as_name(facts: Facts) -> list[SuggestedCommand]:
+    return [on_node_check(facts, "mpirun --version", "which Open MPI the launcher runs")]
+
+
 def _custom_all_reduce(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(facts, "nvidia-smi topo -p2p r", "which GPU pairs can read each other's memory"),
@@ -1146,6 +1150,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.nccl_invalid_usage": _invalid_usage,
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
+    "triage.software.host_slots_as_name": _host_slots_as_name,
     "triage.config.nccl_init_stalled": _init_stalled,
     "triage.config.iommu_fault": _iommu,
     "triage.nccl.all_inside_one_node": _inside_one_node,
@@ -1186,6 +1191,14 @@ REASONS: dict[str, str] = {
     "triage.config.bad_arguments": (
         "the fix is in the launch command or the script's argument parser: compare the arguments the "
         "line names with the usage argparse printed above it"
+    ),
+    "triage.config.trainer_misconfigured": (
+        "the fix is in the Trainer's arguments the exception names (devices, strategy, precision): make "
+        "them fit the GPUs this machine shows"
+    ),
+    "triage.config.resume_layout_changed": (
+        "the fix is the launch layout: resume on the node and GPU count the checkpoint was saved with, or "
+        "convert it (DeepSpeed's universal checkpoint, zero_to_fp32.py) and resume from the weights"
     ),
     "triage.software.local_rank_argument": (
         "the fix is in the script: read the local rank from the LOCAL_RANK environment variable (torchrun "

@@ -516,6 +516,22 @@ _SIMPLE: dict[str, Meaning] = {
         76,
         "debugging-guide.md § 15",
     ),
+    "resume_layout": _fail(
+        "triage.config.resume_layout_changed",
+        "The checkpoint was saved with another data-parallel world size than this run's (a different "
+        "node or GPU count): its sharded optimizer state cannot be loaded as it is",
+        C.CONFIG,
+        78,
+        "debugging-guide.md § 18",
+    ),
+    "host_slots_as_name": _fail(
+        "triage.software.host_slots_as_name",
+        "The launcher handed a host:slots entry (`localhost:4`) to ssh as a host name: this launcher "
+        "version does not read that syntax (an old Open MPI under horovodrun or mpirun -H)",
+        C.SOFTWARE,
+        76,
+        "debugging-guide.md § 10",
+    ),
     "wrapper_misuse": _fail(
         "triage.software.wrapper_misuse",
         "The code used the data-parallel wrapper (DDP, FSDP, DataParallel) where the model inside it was "
@@ -1215,7 +1231,21 @@ def _exception(event: Event) -> Meaning | None:
         return None
     if "OutOfMemory" in name:
         return _SIMPLE["cuda_oom"]
+    if name == "MisconfigurationException":
+        return _TRAINER_MISCONFIGURED
     return _EXCEPTION
+
+
+# Lightning refusing the Trainer's arguments (`You requested gpu: [1] But your machine only has: [0]`,
+# a strategy or precision this machine or version cannot run): settings that do not fit.
+_TRAINER_MISCONFIGURED = _fail(
+    "triage.config.trainer_misconfigured",
+    "Lightning refused the Trainer's configuration (MisconfigurationException): devices, strategy or "
+    "precision settings that do not fit this machine or each other",
+    C.CONFIG,
+    74,
+    "debugging-guide.md § 15",
+)
 
 
 _DATA_CLASSES = (

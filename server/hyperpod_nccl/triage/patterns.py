@@ -620,6 +620,13 @@ CONFIG = (
         r"|not found in \$PATH|unable to find the specified executable|could not access or execute"
         r"|execve\(\): (?!\S*/slurm_script:)\S+: No such file)",
     ),
+    # An MPI launcher's host:slots entry that reached ssh whole (`ssh: Could not resolve hostname
+    # localhost:4`): a name with a port-like suffix never resolves; the launcher did not split it.
+    _p(
+        "host_slots_as_name",
+        "Could not resolve hostname",
+        r"Could not resolve hostname [\w.-]+:\d+\s*:",
+    ),
     # Launchers that start ranks over ssh (DeepSpeed's runner and pdsh, mpirun / ORTE) and could not
     # reach a node: keys, host keys, a port or a name that does not resolve.
     _p(
@@ -997,6 +1004,17 @@ FRAMEWORK = (
     # The code reached the model through its data-parallel wrapper: `'DistributedDataParallel' object
     # has no attribute 'generate'`, `… is of type: <class '…DistributedDataParallel'>, but should be
     # <class '…ModelMixin'>` (a pipeline built from the wrapped model), FSDP's and DataParallel's alike.
+    # A resume on another layout than the save's: DeepSpeed's `The checkpoint being loaded used a DP
+    # world size of 32 but the current world size is 128. Automatic adjustment of ZeRO's optimizer state
+    # partitioning with a new world size is not currently supported.`
+    _p(
+        "resume_layout",
+        (
+            "used a DP world size of",
+            "partitioning with a new world size",
+            "saved with a different world size",
+        ),
+    ),
     _p(
         "wrapper_misuse",
         ("DataParallel' object has no attribute", "DataParallel'>, but should be"),
@@ -1109,7 +1127,11 @@ PYTHON = (
         # ...and one crash's `Segmentation fault` and `SIGSEGV` lines are one event, seen twice.
         key_names=CRASH_SIGNALS,
     ),
-    _p("traceback", ("Traceback (most recent call last)", "Exception in thread ")),
+    # Hydra's banner before the traceback of a job it ran (NeMo, fairseq, any `@hydra.main` script):
+    # `Error executing job with overrides: ['trainer.devices=-1', …]`.
+    _p(
+        "traceback", ("Traceback (most recent call last)", "Exception in thread ", "Error executing job with")
+    ),
     # A traceback's frame (`  File "/opt/megatron/core/datasets/gpt_dataset.py", line 111, in __init__`):
     # what a paste cut short keeps of a traceback when neither its header nor its exception made it.
     _p("traceback_frame", 'File "', r'(?:^|\s)File "[^"\n]{1,500}", line \d+, in \S'),
