@@ -24,9 +24,10 @@ CLAUDE_BIN := $(VENV)/claude/node_modules/.bin/claude
 $(CLAUDE_BIN):
 	-@command -v npm >/dev/null && npm install --silent --no-fund --no-audit --prefix $(VENV)/claude @anthropic-ai/claude-code >/dev/null 2>&1 || true
 
-## make test: lint, then every test
+## make test: lint, then every test (one worker per core; the tests of a file, or of a package that
+## shares servers, stay in one worker: see tests/conftest.py)
 test: $(STAMP) lint $(CLAUDE_BIN)
-	HYPERPOD_NCCL_CLAUDE_BIN=$(if $(wildcard $(CLAUDE_BIN)),$(abspath $(CLAUDE_BIN)),) $(BIN)/pytest -q
+	HYPERPOD_NCCL_CLAUDE_BIN=$(if $(wildcard $(CLAUDE_BIN)),$(abspath $(CLAUDE_BIN)),) $(BIN)/pytest -q -n auto --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)

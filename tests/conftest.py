@@ -43,3 +43,18 @@ def server_files(tmp_path: Path) -> Iterator[Path]:
 def anyio_backend() -> str:
     """Async tests run on asyncio, the loop the MCP SDK's stdio and HTTP transports use."""
     return "asyncio"
+
+
+# Under `make test` (pytest -n auto --dist loadgroup) each group runs in one worker, in one go. A
+# group is a test file, except where a package shares a server across its files: moto keeps its AWS
+# state per process, so tests/diagnose's package-scoped planted cluster must be planted once, as in a
+# serial run.
+_PACKAGES_RUN_WHOLE = ("diagnose",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        relative = item.path.relative_to(tests)
+        whole = relative.parts[0] in _PACKAGES_RUN_WHOLE
+        item.add_marker(pytest.mark.xdist_group(relative.parts[0] if whole else relative.as_posix()))
