@@ -151,8 +151,13 @@ def finding_inputs(report_kind: str, finding: Finding) -> set[str]:
 
 
 def _times(report: Report) -> list[datetime]:
-    """The timeline's moments, compared as written (zone-less times are not converted)."""
-    found = [_ISO_TIME.match(event.time) for event in report.timeline if event.time]
+    """The moments the report dates: its timeline's, and the first and last line of its ranks (a log
+    whose failure lines carry no time may still date its start). Compared as written: zone-less
+    times are not converted."""
+    written = [event.time for event in report.timeline if event.time]
+    if report.job:
+        written += [moment for span in report.job.rank_times for moment in (span.first, span.last) if moment]
+    found = [_ISO_TIME.match(moment) for moment in written]
     return [datetime.fromisoformat(match.group(0)) for match in found if match]
 
 

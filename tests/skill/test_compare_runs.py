@@ -117,13 +117,29 @@ def test_the_same_run_twice_and_swapped_reports_are_not_comparable(host_oom: Rep
     same = diff_reports(host_oom, host_oom)
     assert same.summary.verdict == "not_comparable"
     assert same.reasons[0].startswith("the same run twice: both reports span 2026-03-02T10:")
+    assert host_oom.job is not None
+
+    def three_days_later(moment: str | None) -> str | None:
+        return moment.replace("03-02", "03-05") if moment else moment
+
     later = host_oom.model_copy(
         update={
             "timeline": [
-                e.model_copy(update={"time": e.time.replace("03-02", "03-05")})
-                for e in host_oom.timeline
-                if e.time
-            ]
+                e.model_copy(update={"time": three_days_later(e.time)}) for e in host_oom.timeline if e.time
+            ],
+            "job": host_oom.job.model_copy(
+                update={
+                    "rank_times": [
+                        span.model_copy(
+                            update={
+                                "first": three_days_later(span.first),
+                                "last": three_days_later(span.last),
+                            }
+                        )
+                        for span in host_oom.job.rank_times
+                    ]
+                }
+            ),
         }
     )
     swapped = diff_reports(later, host_oom)
@@ -267,3 +283,20 @@ def test_a_report_of_another_cluster_is_not_comparable() -> None:
     )
     assert comparison.summary.verdict == "not_comparable"
     assert comparison.reasons == ["different clusters: k7x2m9p4q1zt before, aaaa1111bbbb now"]
+
+
+def test_a_report_whose_only_date_is_a_ranks_first_line_compared_with_itself_is_the_same_run(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "worker1.log").write_text(
+        "[2023-09-18 08:36:08,272] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed info: version=0.10.1\n"
+        "Traceback (most recent call last):\n"
+        "RuntimeError: boom\n"
+    )
+    report = run_triage([tmp_path])
+    assert not any(event.time for event in report.timeline)  # the failure lines carry no time
+    same = diff_reports(report, report)
+    assert same.summary.verdict == "not_comparable"
+    assert same.reasons[0].startswith("the same run twice: both reports span 2023-09-18T08:36:08"), (
+        same.reasons
+    )

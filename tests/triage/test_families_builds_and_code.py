@@ -429,3 +429,19 @@ def test_a_host_name_that_does_not_resolve_stays_an_ssh_reachability_problem(tmp
     text = "ssh: Could not resolve hostname gpu-node-17: Name or service not known\n"
     report = triage(tmp_path, {"launcher.log": text})
     assert _root(report) == ("config", "triage.config.ssh_unreachable"), describe(report)
+
+
+def test_a_gdb_backtrace_names_the_function_and_library_a_bus_error_hit(tmp_path: Path) -> None:
+    text = (
+        'Thread 12 "python" received signal SIGBUS, Bus error.\n'
+        "[Switching to Thread 0x7f45d7dff640 (LWP 3925)]\n"
+        "0x00007f3a1005a1b2 in ncclShmOpen(char*, unsigned long, void**, void**, int, void**) () from "
+        "/opt/conda/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2\n"
+        "(gdb) bt\n"
+    )
+    report = triage(tmp_path, {"gdb.txt": text})
+    finding = _finding(report, "triage.config.sigbus")
+    assert "ncclShmOpen in libnccl.so.2" in finding.detail, finding.detail
+    assert [e.line for e in finding.evidence] == [1, 3], describe(report)
+    commands = " ".join(c.command for c in finding.suggested_commands)
+    assert "df -h /dev/shm" in commands and "--ipc=host" in commands, commands

@@ -253,22 +253,36 @@ def test_refused_connects_that_then_complete_are_a_peer_starting_late(tmp_path: 
 
 
 @pytest.mark.parametrize(
-    ("bar", "minutes"),
+    ("bar", "minutes", "side"),
     [
-        ("Map (num_proc=8):  61%|██████    | 61000/100000 [09:41<06:11, 105.0 examples/s]", 10),
-        ("Grouping texts in chunks of 2048 #3:  40%|████      | 4/10 [29:20<44:00, 440.0s/ba]", 30),
+        (
+            "Map (num_proc=8):  61%|██████    | 61000/100000 [09:41<06:11, 105.0 examples/s]",
+            10,
+            "9:41, just under",
+        ),
+        (
+            "Grouping texts in chunks of 2048 #3:  40%|████      | 4/10 [29:20<44:00, 440.0s/ba]",
+            30,
+            "29:20, just under",
+        ),
+        (
+            "Running tokenizer on dataset:  47%|████▊     | 1695000/3634744 [30:09<33:25, 967.30 examples/s]",
+            30,
+            "30:09, just past",
+        ),
     ],
-    ids=["map-10min", "group-30min"],
+    ids=["map-10min", "group-30min", "tokenizer-past-30min"],
 )
 def test_an_unfinished_bar_cut_by_a_traceback_near_a_default_timeout_is_a_guessed_stall(
-    tmp_path: Path, bar: str, minutes: int
+    tmp_path: Path, bar: str, minutes: int, side: str
 ) -> None:
     text = f'{bar}\nTraceback (most recent call last):\n  File "train.py", line 9, in <module>\n'
     report = triage(tmp_path, {"console.txt": text})
     assert cause(report)[0] == Category.DATA_LOADING_STALL, describe(report)
     assert report.root_cause and report.root_cause.confidence == "low"
     finding = next(f for f in report.findings if f.id == "triage.nccl.busy_outside_nccl")
-    assert f"default {minutes} min" in finding.title, finding.title
+    assert f"default {minutes} min" in finding.title and side in finding.title, finding.title
+    assert report.root_cause.summary.startswith("Probably"), report.root_cause.summary
 
 
 @pytest.mark.parametrize(

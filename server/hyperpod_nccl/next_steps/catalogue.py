@@ -988,6 +988,36 @@ def _shm_not_shared(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _nvls_fabric(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *_fabric_manager(facts),
+        suggest_chain(
+            ["sudo systemctl stop nvidia-fabricmanager"],
+            "&&",
+            ["sudo nvidia-smi -r"],
+            "&&",
+            ["sudo systemctl start nvidia-fabricmanager"],
+            why="with no job on the node: reset its GPUs with the fabric manager stopped (a reboot does "
+            "both)" + _where(facts),
+            blast_radius=BlastRadius.DRAINS_OR_REBOOTS_NODE,
+            permission=_ROOT_ON_NODE,
+        ),
+    ]
+
+
+def _coordinator_unreachable(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts, "ss -ltn", "on the coordinator's host: whether it listens on the coordinator port"
+        ),
+        on_node_check(
+            facts,
+            "python -c 'import jax, jaxlib; print(jax.__version__, jaxlib.__version__)'",
+            "on every host: one JAX release everywhere (the default coordinator port follows the release)",
+        ),
+    ]
+
+
 def _host_slots_as_name(facts: Facts) -> list[SuggestedCommand]:
     return [on_node_check(facts, "mpirun --version", "which Open MPI the launcher runs")]
 
@@ -1151,6 +1181,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
     "triage.software.host_slots_as_name": _host_slots_as_name,
+    "triage.config.coordinator_unreachable": _coordinator_unreachable,
+    "triage.gpu.nvls_fabric": _nvls_fabric,
     "triage.config.nccl_init_stalled": _init_stalled,
     "triage.config.iommu_fault": _iommu,
     "triage.nccl.all_inside_one_node": _inside_one_node,
@@ -1161,6 +1193,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.bootstrap_refused": _bootstrap_refused,
     "triage.network.peer_crashed": _peer_crashed,
     "triage.config.shm": _shm,
+    "triage.config.sigbus": _shm,  # a bus error is a /dev/shm page that could not be backed
     "triage.config.shm_not_shared": _shm_not_shared,
     "triage.config.members_missing": _members_missing,
     "triage.config.slurm_step_refused": _step_refused,

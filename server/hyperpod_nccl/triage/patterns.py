@@ -1284,7 +1284,16 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
     _p(
         "crash_frame",
         (".so(", ".so."),
-        r"(?P<library>/[^\s()\[\]]{1,300}?\.so(?:\.[\d.]{1,20})?)\([^)\s]{0,200}\)",
+        r"(?P<library>/[^\s()\[\]]{1,300}?\.so(?:\.[\d.]{1,20})?)\((?P<function>[^)+\s]{1,200})?[^)\s]{0,200}\)",
+        key="library",
+    ),
+    # gdb's frames: `#0  0x00007f6b59544f3b in ncclShmOpen(char*, unsigned long, …) () from
+    # /usr/local/lib/python3.10/dist-packages/jaxlib/xla_extension.so`.
+    _p(
+        "crash_frame",
+        ") from /",
+        r"\bin (?P<function>[\w:~]{1,200})\s?\(.{0,500}\) from "
+        r"(?P<library>/\S{1,300}?\.so(?:\.[\d.]{1,20})?)\s*$",
         key="library",
     ),
     _p(

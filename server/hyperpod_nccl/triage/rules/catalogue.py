@@ -64,7 +64,10 @@ def catalogue_finding(group: Group, incident: Incident) -> Finding:
         detail += ". A consequence or noise, not the cause."
     evidence = quoted(decisive(events, incident.clock), incident.topology)
     if meaning.id in CRASH_IDS and (frame := faulting_frame(events, incident)) is not None:
-        detail += f"; the backtrace's first frame outside the signal handler is in {library_name(frame)}"
+        function = f"{frame.fields['function']} in " if frame.fields.get("function") else ""
+        detail += (
+            f"; the backtrace's first frame outside the signal handler is {function}{library_name(frame)}"
+        )
         evidence[1:1] = quoted([frame], incident.topology)  # beside the crash line, before any trimming
     return Finding(
         id=meaning.id,

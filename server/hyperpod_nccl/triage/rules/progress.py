@@ -147,19 +147,22 @@ def _bar_cut_by_failure(incident: Incident) -> Outcome:
     if not bars:
         return Outcome()
     bar = max(bars, key=_elapsed)
-    timeout_min = (_default_timeout_near(_elapsed(bar)) or 0) // 60
+    ran = _elapsed(bar)
+    timeout_min = (_default_timeout_near(ran) or 0) // 60
+    side = "just under" if ran < timeout_min * 60 else "just past"
+    ran_for = f"{ran // 60}:{ran % 60:02d}"
     failure = incident.first(f for f in failures if f.source == bar.source and f.line > bar.line)
     ranks = [rank] if (rank := _own_rank(bar)) is not None else []
     return _busy(
         incident,
-        title=f"A progress bar had run {_elapsed(bar) / 60:.0f} min, just under the default {timeout_min} "
-        "min timeout, when a traceback cut it: the other ranks likely timed out waiting for this work",
+        title=f"A progress bar had run {ran_for}, {side} the default {timeout_min} min timeout, when a "
+        "traceback cut it: the other ranks likely timed out waiting for this work",
         detail="No timeout line was read (the paste may stop before it), so this is a guess from the bar's "
         "time: PyTorch's NCCL timeout defaults to 10 min, Gloo's, the c10d store's and Hugging Face's "
         "ddp_timeout to 30 min. The error after the bar says which; if it is a timeout, do this work before "
         "the process group's first collective (cached, or on every rank) or raise the timeout for it.",
-        cause=f"Busy outside NCCL for {_elapsed(bar) / 60:.0f} min (a progress bar), near the default "
-        f"{timeout_min} min timeout, when the failure came",
+        cause=f"Probably busy outside NCCL for {ran_for} (a progress bar), {side} the default {timeout_min} "
+        "min timeout, when the failure came (a guess: no timeout line was read)",
         ranks=ranks,
         shown=[bar, failure],
         weight=_GUESS_WEIGHT,
