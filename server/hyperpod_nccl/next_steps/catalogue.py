@@ -1018,8 +1018,25 @@ def _coordinator_unreachable(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
-def _host_slots_as_name(facts: Facts) -> list[SuggestedCommand]:
-    return [on_node_check(facts, "mpirun --version", "which Open MPI the launcher runs")]
+def _open_mpi_version(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "mpirun --version", "which Open MPI this node runs (one version on every node)")
+    ]
+
+
+def _nccl_availability(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "python -c 'import torch, torch.distributed as dist; print(torch.__version__, "
+            "dist.is_nccl_available(), torch.cuda.device_count())'",
+            "in the job's environment: whether this PyTorch has NCCL, and how many GPUs the process sees",
+        )
+    ]
+
+
+def _ucx_transports(facts: Facts) -> list[SuggestedCommand]:
+    return [on_node_check(facts, "ucx_info -d", "the devices and transports UCX can use on this node")]
 
 
 def _custom_all_reduce(facts: Facts) -> list[SuggestedCommand]:
@@ -1180,7 +1197,11 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.nccl_invalid_usage": _invalid_usage,
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
-    "triage.software.host_slots_as_name": _host_slots_as_name,
+    "triage.software.host_slots_as_name": _open_mpi_version,
+    "triage.software.mpi_version_skew": _open_mpi_version,
+    "triage.config.nccl_not_built": _nccl_availability,
+    "triage.config.nccl_without_gpu": _nccl_availability,
+    "triage.software.ucx_setup": _ucx_transports,
     "triage.config.coordinator_unreachable": _coordinator_unreachable,
     "triage.gpu.nvls_fabric": _nvls_fabric,
     "triage.config.nccl_init_stalled": _init_stalled,

@@ -532,6 +532,38 @@ _SIMPLE: dict[str, Meaning] = {
         76,
         "debugging-guide.md § 10",
     ),
+    "gloo_timeout": _fail(
+        "triage.unknown.gloo_timeout",
+        "A gloo collective timed out waiting for a peer (gloo's counterpart of NCCL's watchdog timeout): a "
+        "peer stalled, died or never reached it; its own log holds the cause",
+        C.UNKNOWN,
+        42,
+        "debugging-guide.md § 1",
+    ),
+    "gloo_no_address": _fail(
+        "triage.config.gloo_interface",
+        "Gloo cannot find the network interface it was given (GLOO_SOCKET_IFNAME names one interface this "
+        "host has; NCCL's `^lo,docker` exclusion list is not read)",
+        C.CONFIG,
+        80,
+        "multinode.md § 2",
+    ),
+    "mpi_tcp_interface": _fail(
+        "triage.config.mpi_tcp_interface",
+        "Open MPI's TCP transport connected over an interface that does not tell the hosts apart or does "
+        "not route between them (docker0, virbr0, a second subnet): pin it with btl_tcp_if_include",
+        C.CONFIG,
+        74,
+        "multinode.md § 2",
+    ),
+    "mpi_version_skew": _fail(
+        "triage.software.mpi_version_skew",
+        "Open MPI's daemon on another node is another version than mpirun's (it refused an option mpirun "
+        "passed): one Open MPI on every node",
+        C.SOFTWARE,
+        78,
+        "debugging-guide.md § 10",
+    ),
     "wrapper_misuse": _fail(
         "triage.software.wrapper_misuse",
         "The code used the data-parallel wrapper (DDP, FSDP, DataParallel) where the model inside it was "
@@ -753,6 +785,9 @@ _CONSEQUENCE_CLASSES = frozenset(
 _CONSEQUENCE_WORDS = re.compile(
     r"NCCL|ProcessGroup|[Ww]atchdog|communicator|DataLoader worker|c10d|TCPStore|[Tt]imed out|[Cc]onnection"
     r"|[Bb]roken pipe|SIGTERM|[Tt]erminated|exitcode"
+    # gloo's transport, quoted in the exception its failure raised (`RuntimeError: [enforce fail at
+    # …/gloo/transport/tcp/device.cc:84]`, `[…/gloo/transport/tcp/pair.cc:598] Connection closed`)
+    r"|\bgloo/"
     # Horovod on the ranks that survived another's exception: `Horovod has been shut down. This was
     # caused by an exception on one of the ranks …`
     r"|has been shut down"
@@ -946,6 +981,55 @@ def _nvls(event: Event) -> Meaning:
         C.GPU_HARDWARE,
         74,
         "multinode.md § 1",
+    )
+
+
+def _nccl_unavailable(event: Event) -> Meaning:
+    if event.fields.get("no_gpu") is not None:
+        return _fail(
+            "triage.config.nccl_without_gpu",
+            "The NCCL backend was asked for by a process that sees no GPU (CUDA_VISIBLE_DEVICES empty, a "
+            "node or container without GPUs): NCCL needs one GPU per rank",
+            C.CONFIG,
+            80,
+            "debugging-guide.md § 10",
+        )
+    return _fail(
+        "triage.config.nccl_not_built",
+        "This PyTorch has no NCCL (Windows and macOS wheels, CPU builds): use the gloo backend there, or a "
+        "Linux CUDA build for NCCL",
+        C.CONFIG,
+        82,
+        "debugging-guide.md § 10",
+    )
+
+
+# UCX or UCC failing to set up a transport (`ctx create epilog for mlx5 failed`, `failed to open
+# … device`): that rank's collectives cannot run on it, and the ranks that could wait for it.
+_UCX_SETUP = re.compile(r"create|init|open|epilog|context|load|tl_", re.IGNORECASE)
+
+
+def _ucx_error(event: Event) -> Meaning | None:
+    failed, error = event.fields.get("failed"), event.fields.get("message")
+    if failed is not None and not _UCX_SETUP.search(failed):
+        return None  # a debug line about something that failed and was retried or is harmless
+    said = failed if failed is not None else error or ""
+    if "failed" in said and _UCX_SETUP.search(said):
+        return _fail(
+            "triage.software.ucx_setup",
+            "UCX / UCC could not set up one of its transports on this rank (its log names which): the "
+            "ranks that set it up wait for this one; turn that transport off or fix its library",
+            C.SOFTWARE,
+            62,
+            "debugging-guide.md § 3",
+        )
+    return _fail(
+        "triage.network.ucx_error",
+        "UCX reported an error in a transfer (the communication library under Open MPI, UCC and some "
+        "NCCL plugins)",
+        C.NETWORK,
+        50,
+        "debugging-guide.md § 3",
     )
 
 
@@ -1390,6 +1474,8 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "bad_arguments": _bad_arguments,
     "coordination": _coordination,
     "nvls": _nvls,
+    "nccl_unavailable": _nccl_unavailable,
+    "ucx_error": _ucx_error,
     "shm_exhausted": _shared_memory,
     "p2p_unsupported": _peer_access,
 }

@@ -642,6 +642,21 @@ CONFIG = (
         ),
     ),
     _p("master_addr", ("Name or service not known", "Temporary failure in name resolution")),
+    # A PyTorch without NCCL asked for it: Windows and macOS wheels, CPU builds (`Distributed package
+    # doesn't have NCCL built in`), or a process that sees no GPU (`ProcessGroupNCCL is only supported
+    # with GPUs, no GPUs found!`).
+    _p(
+        "nccl_unavailable",
+        ("doesn't have NCCL", "ProcessGroupNCCL is only supported with GPUs"),
+        r"^(?:.*?(?P<no_gpu>no GPUs found))?",
+    ),
+    # Open MPI's daemon on another node, of another version than mpirun's, refusing what mpirun passed
+    # it (`Error: unknown option "--hnp-topo-sig"`).
+    _p(
+        "mpi_version_skew",
+        "unknown option",
+        r"unknown option \W{0,2}--(?:hnp|orte|prte|pmix|tree-spawn)",
+    ),
     # JAX's and TensorFlow's coordination service, the rendezvous of `jax.distributed.initialize` and
     # of MultiWorkerMirroredStrategy: a task that could not register with the coordinator (`RPC:
     # /tensorflow.CoordinationService/RegisterTask` after `DEADLINE_EXCEEDED`), a barrier some tasks
@@ -731,6 +746,39 @@ CONFIG = (
 )
 
 TRANSPORT = (
+    # Gloo, the CPU backend (and PyTorch's second group beside NCCL): a collective that waited out its
+    # timeout (`Timed out waiting 1800000ms for recv operation to complete`), the counterpart of NCCL's
+    # watchdog; and an interface name it cannot find (`Unable to find address for: ^lo`: GLOO_SOCKET_IFNAME
+    # takes one name, not NCCL's exclusion list).
+    _p(
+        "gloo_timeout",
+        ("for recv operation to complete", "for send operation to complete"),
+        r"Timed out waiting (?P<ms>\d{1,12})ms for (?P<op>recv|send) operation",
+    ),
+    _p(
+        "gloo_no_address",
+        "Unable to find address for",
+        r"Unable to find address for:? ?(?P<interface>\S{0,100})",
+    ),
+    # Open MPI's TCP transport reaching a process it did not expect (`received unexpected process
+    # identifier`, `… cannot find a corresponding process entry`) or no process at all: an interface
+    # that does not tell the hosts apart (docker0, virbr0) or does not route between them.
+    _p(
+        "mpi_tcp_interface",
+        (
+            "received unexpected process identifier",
+            "cannot find a corresponding process entry",
+            "mca_btl_tcp_endpoint_complete_connect",
+        ),
+    ),
+    # UCX's and UCC's own log lines (`ucc_context.c:817  UCC  DEBUG ctx create epilog for mlx5 failed:
+    # Unhandled error`, `ib_iface.c:1010 UCX  ERROR …`): an error, or a transport that failed to set up.
+    _p(
+        "ucx_error",
+        ("UCX  ERROR", "UCC  ERROR", "UCX  WARN", "UCC  WARN", "UCX  DEBUG", "UCC  DEBUG", "UCC  DIAG"),
+        r"\b(?P<library>UCX|UCC)  (?:ERROR\s+(?P<message>.{0,300})"
+        r"|\w+\s+(?P<failed>.{0,200}\bfailed\b.{0,100}))",
+    ),
     # Setting up an IB/RoCE connection (`Call to ibv_modify_qp failed with 19 No such device`, `… with
     # error Invalid argument`, `Call to ibv_create_ah failed …`): what the verbs call said decides
     # between an address NCCL picked that cannot work (GID index, RoCE version) and a peer that
