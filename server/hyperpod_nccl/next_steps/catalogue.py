@@ -1035,6 +1035,23 @@ def _nccl_availability(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _open_files_limit(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "ulimit -n",
+            "in the job's environment: the open-files limit each process gets (1024 is low)",
+        )
+    ]
+
+
+def _container_toolkit(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "nvidia-container-cli --version", "the container toolkit's version on the node"),
+        on_node_check(facts, "nvidia-smi", "the node's driver version and the CUDA version it supports"),
+    ]
+
+
 def _ucx_transports(facts: Facts) -> list[SuggestedCommand]:
     return [on_node_check(facts, "ucx_info -d", "the devices and transports UCX can use on this node")]
 
@@ -1202,6 +1219,10 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.nccl_not_built": _nccl_availability,
     "triage.config.nccl_without_gpu": _nccl_availability,
     "triage.software.ucx_setup": _ucx_transports,
+    "triage.config.library_files": _open_files_limit,
+    "triage.config.open_files": _open_files_limit,
+    "triage.software.container_toolkit": _container_toolkit,
+    "triage.software.image_needs_newer_driver": _container_toolkit,
     "triage.config.coordinator_unreachable": _coordinator_unreachable,
     "triage.gpu.nvls_fabric": _nvls_fabric,
     "triage.config.nccl_init_stalled": _init_stalled,

@@ -564,6 +564,22 @@ _SIMPLE: dict[str, Meaning] = {
         78,
         "debugging-guide.md § 10",
     ),
+    "library_files": _fail(
+        "triage.config.library_files",
+        "A math library (hipBLASLt / rocBLAS / Tensile) could not load its kernel files: with one process "
+        "per GPU the open-files limit (`ulimit -n`, often 1024) runs out first; else an incomplete install",
+        C.CONFIG,
+        70,
+        "debugging-guide.md § 17",
+    ),
+    "binding_mismatch": _fail(
+        "triage.software.binding_mismatch",
+        "A compiled extension lacks the constructor or signature the Python code calls (pybind11): the "
+        "package was built for another version of torch (or of itself) than the one it runs with",
+        C.SOFTWARE,
+        72,
+        "debugging-guide.md § 10",
+    ),
     "wrapper_misuse": _fail(
         "triage.software.wrapper_misuse",
         "The code used the data-parallel wrapper (DDP, FSDP, DataParallel) where the model inside it was "
@@ -1033,6 +1049,28 @@ def _ucx_error(event: Event) -> Meaning | None:
     )
 
 
+def _container_gpu_setup(event: Event) -> Meaning:
+    """The NVIDIA container toolkit could not give the container its GPUs: an image asking for a newer
+    driver than the node's, or the toolkit against the node's driver and OS."""
+    if "unsatisfied condition" in event.fields.get("what", ""):
+        return _fail(
+            "triage.software.image_needs_newer_driver",
+            "The container image needs a newer NVIDIA driver than the node has (nvidia-container-cli: "
+            "unsatisfied condition): an image built for a newer CUDA, or a node left on an old driver",
+            C.SOFTWARE,
+            84,
+            "debugging-guide.md § 10",
+        )
+    return _fail(
+        "triage.software.container_toolkit",
+        "The NVIDIA container toolkit could not set up the container's GPUs (nvidia-container-cli): its "
+        "version against the node's driver and OS, or a node service it mounts from (persistenced)",
+        C.SOFTWARE,
+        70,
+        "debugging-guide.md § 10",
+    )
+
+
 # PyTorch 2.0's launcher passes `--local-rank=N`; scripts written before it declare `--local_rank` (and
 # a few written since declare only the new spelling for an old launcher).
 _LOCAL_RANK_ARGUMENT = re.compile(r"--local[-_]rank\b")
@@ -1476,6 +1514,7 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "nvls": _nvls,
     "nccl_unavailable": _nccl_unavailable,
     "ucx_error": _ucx_error,
+    "container_gpu_setup": _container_gpu_setup,
     "shm_exhausted": _shared_memory,
     "p2p_unsupported": _peer_access,
 }

@@ -202,7 +202,9 @@ COMM_OVERLAP = (
 )
 
 GPU = (
-    _p("invalid_device", "invalid device ordinal"),
+    # A process asked for a GPU the node does not have: CUDA's `invalid device ordinal`, and launchers'
+    # own checks (`The number of node-local MPI processes 8cannot be larger than the device count 4`).
+    _p("invalid_device", ("invalid device ordinal", "cannot be larger than the device count")),
     # Builds that do not run on this GPU: NCCL's kernels asking more shared memory than the GPU
     # gives (`ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856`, NCCL 2.25.1 on sm_120),
     # PyTorch's warning that its wheel lacks the GPU's architecture (`NVIDIA GeForce RTX 5090 with
@@ -504,6 +506,15 @@ CONFIG = (
     # EMFILE: the process's file-descriptor limit (DataLoader workers passing tensors as file
     # descriptors, NCCL's sockets and shared-memory handles).
     _p("open_files", ("Too many open files", "Errno 24]", "EMFILE")),
+    # A math library that could not open its own kernel files (`rocblaslt error: Could not load
+    # …/TensileLibrary_lazy_gfx942.dat`): loaded lazily, one process per GPU, they run into the
+    # open-files limit long before anything else says so.
+    _p(
+        "library_files",
+        ("blaslt error: Could not load", "rocblas error: Could not load", "Tensile"),
+        r"(?:rocblas|hipblaslt|rocblaslt|[Tt]ensile)\w*[^\n]{0,40}"
+        r"(?:[Cc]ould not load|[Cc]annot read|failed to open)",
+    ),
     _p(
         "socket_iface",
         (
@@ -649,6 +660,20 @@ CONFIG = (
         "nccl_unavailable",
         ("doesn't have NCCL", "ProcessGroupNCCL is only supported with GPUs"),
         r"^(?:.*?(?P<no_gpu>no GPUs found))?",
+    ),
+    # A compiled extension without the constructor or signature this Python code calls (pybind11's
+    # `No constructor defined!`, `__init__(): incompatible constructor arguments`): a package built
+    # for another torch than the one it runs with.
+    _p(
+        "binding_mismatch",
+        ("No constructor defined!", "incompatible constructor arguments", "incompatible function arguments"),
+    ),
+    # The NVIDIA container toolkit setting up a container's GPUs (`nvidia-container-cli: mount error:
+    # …`, `requirement error: unsatisfied condition: cuda>=12.4`, `initialization error: …`).
+    _p(
+        "container_gpu_setup",
+        "nvidia-container-cli: ",
+        r"nvidia-container-cli: (?P<stage>[\w ]{1,40}) error: (?P<what>.{0,200})",
     ),
     # Open MPI's daemon on another node, of another version than mpirun's, refusing what mpirun passed
     # it (`Error: unknown option "--hnp-topo-sig"`).

@@ -1,0 +1,83 @@
+"""Families from held-out set 20 (containers, data pipelines, elastic launchers, SageMaker), each
+tested in wordings other than the pasted case's: more processes than GPUs in a launcher's own words, a
+math library that cannot open its kernel files, an extension built for another torch, and the NVIDIA
+container toolkit refusing a container.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hyperpod_nccl.models import Report
+from tests.triage.test_families import describe, triage
+
+
+def _root(report: Report) -> tuple[str | None, str | None]:
+    found = report.root_cause
+    return (found.category, found.finding) if found else (None, None)
+
+
+def _commands(report: Report, finding_id: str) -> str:
+    return " ".join(c.command for f in report.findings if f.id == finding_id for c in f.suggested_commands)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        (
+            "rank3.log",
+            "[1,3]<stderr>:RuntimeError: The number of node-local MPI processes 16cannot be larger than the "
+            "device count 8\n",
+            ("config", "triage.config.invalid_device"),
+        ),
+        (
+            "server.log",
+            "hipblaslt error: Could not load /opt/rocm/lib/hipblaslt/TensileLibrary_lazy_gfx90a.dat\n",
+            ("config", "triage.config.library_files"),
+        ),
+        (
+            "train.log",
+            "TypeError: __init__(): incompatible constructor arguments. The following argument types are "
+            "supported:\n",
+            ("software", "triage.software.binding_mismatch"),
+        ),
+        (
+            "agent.log",
+            "Error: Rank 2 received an Exception. Detailed message: TCPStore: No constructor defined!\n",
+            ("software", "triage.software.binding_mismatch"),
+        ),
+        (
+            "slurm-77.out",
+            "pyxis: importing docker image: nvcr.io#nvidia/pytorch:24.05-py3\n"
+            "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your "
+            "driver to a newer version, or use an earlier cuda container\n",
+            ("software", "triage.software.image_needs_newer_driver"),
+        ),
+        (
+            "slurm-78.out",
+            "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open "
+            "shared object file: no such file or directory\n",
+            ("software", "triage.software.container_toolkit"),
+        ),
+    ],
+)
+def test_setups_that_fail_before_training(
+    tmp_path: Path, name: str, text: str, expected: tuple[str, str]
+) -> None:
+    report = triage(tmp_path, {name: text})
+    assert _root(report) == expected, describe(report)
+    assert report.blocking
+
+
+def test_a_math_librarys_missing_files_ask_for_the_open_files_limit(tmp_path: Path) -> None:
+    text = "rocblaslt error: Could not load /opt/conda/lib/hipblaslt/library/TensileLibrary_lazy_gfx942.dat\n"
+    report = triage(tmp_path, {"worker.log": text})
+    assert "ulimit -n" in _commands(report, "triage.config.library_files")
+
+
+def test_a_tensile_line_that_is_no_failure_stays_clean(tmp_path: Path) -> None:
+    text = "rocBLAS info: Tensile library loaded from /opt/rocm/lib/rocblas/library (lazy loading on)\n"
+    report = triage(tmp_path, {"worker.log": text})
+    assert report.root_cause is None and not report.blocking, describe(report)
