@@ -445,3 +445,14 @@ def test_a_gdb_backtrace_names_the_function_and_library_a_bus_error_hit(tmp_path
     assert [e.line for e in finding.evidence] == [1, 3], describe(report)
     commands = " ".join(c.command for c in finding.suggested_commands)
     assert "df -h /dev/shm" in commands and "--ipc=host" in commands, commands
+
+
+def test_the_coordination_services_lines_at_a_clean_exit_stay_clean(tmp_path: Path) -> None:
+    text = (
+        "I1105 10:00:01.000000 4242 coordination_service_agent.cc:400] Coordination agent has successfully "
+        "shut down.\n"
+        "I1105 10:00:01.000100 4242 coordination_service.cc:700] Shutdown barrier in coordination service "
+        "has passed.\n"
+    )
+    report = triage(tmp_path, {"worker0.log": text})
+    assert report.root_cause is None and not report.blocking, describe(report)

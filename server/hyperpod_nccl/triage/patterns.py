@@ -666,7 +666,7 @@ CONFIG = (
     # for another torch than the one it runs with.
     _p(
         "binding_mismatch",
-        ("No constructor defined!", "incompatible constructor arguments", "incompatible function arguments"),
+        ("No constructor defined!", "incompatible constructor arguments"),
     ),
     # The NVIDIA container toolkit setting up a container's GPUs (`nvidia-container-cli: mount error:
     # …`, `requirement error: unsatisfied condition: cuda>=12.4`, `initialization error: …`).
@@ -686,7 +686,8 @@ CONFIG = (
     # of MultiWorkerMirroredStrategy: a task that could not register with the coordinator (`RPC:
     # /tensorflow.CoordinationService/RegisterTask` after `DEADLINE_EXCEEDED`), a barrier some tasks
     # never reached (`Barrier timed out. Barrier_id: PjRT_Client_Connect`), a task whose heartbeats
-    # stopped, the service shutting the job down.
+    # stopped, the service reporting a task's fatal error. Its lines at a clean exit (`Coordination
+    # agent has successfully shut down.`) match nothing here.
     _p(
         "coordination",
         (
@@ -698,7 +699,8 @@ CONFIG = (
             "stopped sending heartbeats",
         ),
         r"(?P<what>Barrier timed out|RegisterTask|PjRT_Client_Connect|[Ff]ailed to connect to (?:the )?"
-        r"coordination service|stopped sending heartbeats|[Hh]eartbeat|detected fatal errors|[Ss]hut ?down)",
+        r"coordination service|stopped sending heartbeats|[Hh]eartbeat (?:timeout|timed out)|detected fatal "
+        r"errors)",
         key="what",
     ),
     # A TCP connect to the store that never completed: errno 110 / 113 mean the address is
