@@ -81,3 +81,47 @@ def test_a_tensile_line_that_is_no_failure_stays_clean(tmp_path: Path) -> None:
     text = "rocBLAS info: Tensile library loaded from /opt/rocm/lib/rocblas/library (lazy loading on)\n"
     report = triage(tmp_path, {"worker.log": text})
     assert report.root_cause is None and not report.blocking, describe(report)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "[rank3]: RuntimeError: Error(s) in loading state_dict for LlamaForCausalLM:\n"
+            "[rank3]: \tsize mismatch for lm_head.weight: copying a param with shape "
+            "torch.Size([32000, 4096]) from checkpoint, the shape in current model is torch.Size([0]).\n",
+            ("software", "triage.software.sharded_load"),
+        ),
+        (
+            "RuntimeError: Error(s) in loading state_dict for GPT:\n"
+            "\tsize mismatch for wte.weight: copying a param with shape torch.Size([50304, 768]) from "
+            "checkpoint, the shape in current model is torch.Size([50257, 768]).\n",
+            ("config", "triage.config.checkpoint_shape"),
+        ),
+    ],
+)
+def test_a_checkpoint_that_does_not_fit_its_model(
+    tmp_path: Path, text: str, expected: tuple[str, str]
+) -> None:
+    report = triage(tmp_path, {"train.log": text})
+    assert _root(report) == expected, describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "step 1200 | lr 3.0e-04 | loss: nan | grad_norm: inf",
+        "{'loss': nan, 'learning_rate': 1.9e-05, 'epoch': 0.42}",
+        "RuntimeError: Loss is NaN at iteration 5400",
+    ],
+)
+def test_a_loss_that_turned_nan_is_a_visible_failure(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": f"step 1199 | lr 3.0e-04 | loss: 2.31\n{line}\n"})
+    assert _root(report) == ("unknown", "triage.unknown.nan_loss"), describe(report)
+    assert report.blocking
+
+
+def test_a_finite_loss_or_a_nan_elsewhere_is_no_failure(tmp_path: Path) -> None:
+    text = "step 5 | loss: 2.31 | nan_count: 0\nskip_nan_inf_check=False, loss_scale: 65536\n"
+    report = triage(tmp_path, {"train.log": text})
+    assert report.root_cause is None and not report.blocking, describe(report)

@@ -1271,6 +1271,14 @@ REASONS: dict[str, str] = {
         "the fix is in the Trainer's arguments the exception names (devices, strategy, precision): make "
         "them fit the GPUs this machine shows"
     ),
+    "triage.software.sharded_load": (
+        "the fix is in the loading code: load the checkpoint through DeepSpeed's or FSDP's own loader, or "
+        "gather the partitioned parameters before load_state_dict"
+    ),
+    "triage.config.checkpoint_shape": (
+        "the fix is the model's configuration or the checkpoint path: compare the shapes the line quotes "
+        "with the configuration the checkpoint was saved with"
+    ),
     "triage.config.resume_layout_changed": (
         "the fix is the launch layout: resume on the node and GPU count the checkpoint was saved with, or "
         "convert it (DeepSpeed's universal checkpoint, zero_to_fp32.py) and resume from the weights"

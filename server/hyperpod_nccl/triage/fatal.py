@@ -580,6 +580,14 @@ _SIMPLE: dict[str, Meaning] = {
         72,
         "debugging-guide.md § 10",
     ),
+    "nan_loss": _fail(
+        "triage.unknown.nan_loss",
+        "The loss became NaN: a numeric fault (learning rate, precision, a bad batch) or data corrupted "
+        "between GPUs (NaN appearing on one GPU right after a peer-to-peer copy: PCIe ACS or the IOMMU)",
+        C.UNKNOWN,
+        40,
+        "debugging-guide.md § 15",
+    ),
     "wrapper_misuse": _fail(
         "triage.software.wrapper_misuse",
         "The code used the data-parallel wrapper (DDP, FSDP, DataParallel) where the model inside it was "
@@ -1049,6 +1057,27 @@ def _ucx_error(event: Event) -> Meaning | None:
     )
 
 
+def _checkpoint_shape(event: Event) -> Meaning:
+    if event.fields.get("current", "").strip() == "0":
+        return _fail(
+            "triage.software.sharded_load",
+            "A checkpoint was loaded with a plain load_state_dict into a model whose parameters are "
+            "partitioned across ranks (ZeRO-3 or FSDP: shape [0] on each rank): load it through the "
+            "framework's own loader, or gather the parameters first",
+            C.SOFTWARE,
+            74,
+            "debugging-guide.md § 18",
+        )
+    return _fail(
+        "triage.config.checkpoint_shape",
+        "The checkpoint does not fit the model it is loaded into (another size, vocabulary or parallel "
+        "split): the model's configuration or the checkpoint path is not the one it was saved with",
+        C.CONFIG,
+        70,
+        "debugging-guide.md § 18",
+    )
+
+
 def _container_gpu_setup(event: Event) -> Meaning:
     """The NVIDIA container toolkit could not give the container its GPUs: an image asking for a newer
     driver than the node's, or the toolkit against the node's driver and OS."""
@@ -1515,6 +1544,7 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "nccl_unavailable": _nccl_unavailable,
     "ucx_error": _ucx_error,
     "container_gpu_setup": _container_gpu_setup,
+    "checkpoint_shape": _checkpoint_shape,
     "shm_exhausted": _shared_memory,
     "p2p_unsupported": _peer_access,
 }

@@ -1090,6 +1090,22 @@ FRAMEWORK = (
             "saved with a different world size",
         ),
     ),
+    # A checkpoint that does not fit the model it is loaded into (`size mismatch for
+    # model.layers.3.mlp.up_proj.weight: copying a param with shape torch.Size([11008, 4096]) from
+    # checkpoint, the shape in current model is torch.Size([0])`): shape [0] is a ZeRO-3 / FSDP
+    # partitioned parameter, loaded with a plain load_state_dict.
+    _p(
+        "checkpoint_shape",
+        "from checkpoint, the shape in current model is",
+        r"^(?:.*?the shape in current model is torch\.Size\(\[(?P<current>[\d, ]{0,40})\]\))?",
+    ),
+    # The loss turned NaN (`averaged_loss = nan`, `loss: nan`, `Loss is NaN`): a visible failure of its
+    # own, whatever made it.
+    _p(
+        "nan_loss",
+        ("loss = nan", "loss=nan", "loss: nan", "loss is nan", "Loss is NaN", "loss is NaN", "loss': nan"),
+        r"(?i)loss(?:'?\s*[:=]\s*| is )nan\b",
+    ),
     _p(
         "wrapper_misuse",
         ("DataParallel' object has no attribute", "DataParallel'>, but should be"),
