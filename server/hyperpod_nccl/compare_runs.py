@@ -309,7 +309,22 @@ def run_differences(previous: Run, current: Run) -> list[str]:
             f"the rerun skipped {len(unread)} input(s) ({_listing([i.source for i in unread], 2)}): "
             "what they held was not seen"
         )
+    if previous.report.kind == "triage" and not _tied(previous, current):
+        reasons.append(
+            "nothing ties the rerun to the previous run: no node in common, and neither a job id nor a "
+            "date in both reports; triage the rerun's full logs (every node's), not a few lines"
+        )
     return reasons
+
+
+def _tied(previous: Run, current: Run) -> bool:
+    """Something in both reports says they are runs of one job: a node they share, job ids in both
+    (another id is a rerun's), or dates in both (the order of the two runs)."""
+    return bool(
+        previous.nodes & current.nodes
+        or (previous.job_ids and current.job_ids)
+        or None not in (previous.first, current.first)
+    )
 
 
 def unseen_because(previous: Run, current: Run, finding: Finding) -> str | None:

@@ -300,3 +300,17 @@ def test_a_report_whose_only_date_is_a_ranks_first_line_compared_with_itself_is_
     assert same.reasons[0].startswith("the same run twice: both reports span 2023-09-18T08:36:08"), (
         same.reasons
     )
+
+
+def test_two_pastes_nothing_ties_to_one_job_are_never_fixed(tmp_path: Path) -> None:
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir()
+    after.mkdir()
+    (before / "engine.log").write_text(
+        "RuntimeError: [enforce fail at gloo/transport/tcp/device.cc:84] ifa != nullptr. Unable to find "
+        "address for: ^lo\n"
+    )
+    (after / "engine.log").write_text("INFO: started server process\nINFO: application startup complete\n")
+    comparison = diff_reports(run_triage([before]), run_triage([after]))
+    assert comparison.summary.verdict == "inconclusive" and comparison.fixed == [], comparison.summary
+    assert "nothing ties the rerun to the previous run" in comparison.unconfirmed[0].unconfirmed

@@ -109,3 +109,26 @@ def test_kernel_kubectl_and_torchrun_stamps_are_normalised(
 def test_vllms_logger_dates_the_line(line: str, stamp: str, message: str) -> None:
     found = strip(line)
     assert (found.stamp, found.message.startswith(message)) == (stamp, True), found
+
+
+@pytest.mark.parametrize(
+    ("line", "host", "rank"),
+    [
+        (
+            "[gpu-07][[4711,1],12][btl_tcp_endpoint.c:803:mca_btl_tcp_endpoint_complete_connect] x",
+            "gpu-07",
+            12,
+        ),
+        (
+            "[1,3]<stderr>:[node2.cluster][[812,1],7][btl_tcp.c:559:mca_btl_tcp_recv_blocking] y",
+            "node2.cluster",
+            3,
+        ),
+    ],
+)
+def test_open_mpis_process_name_gives_its_host_and_rank_unless_a_launcher_named_one(
+    line: str, host: str, rank: int
+) -> None:
+    found = strip(line)
+    assert (found.host, found.rank) == (host, rank)
+    assert found.message.startswith("[btl_tcp")

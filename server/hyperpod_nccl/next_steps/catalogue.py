@@ -1041,7 +1041,46 @@ def _open_files_limit(facts: Facts) -> list[SuggestedCommand]:
             facts,
             "ulimit -n",
             "in the job's environment: the open-files limit each process gets (1024 is low)",
-        )
+        ),
+        suggest(
+            "ulimit -n 65536",
+            why="in the job script before the launcher (up to the hard limit; a container takes "
+            "--ulimit nofile=65536:65536, a systemd service LimitNOFILE=65536)",
+            blast_radius=BlastRadius.CHANGES_CONFIG,
+            permission=_JOB_SCRIPT,
+        ),
+    ]
+
+
+def _interfaces_here(facts: Facts) -> SuggestedCommand:
+    return on_node_check(
+        facts, "ip -br addr", "this node's interfaces and addresses: pick the one the nodes share"
+    )
+
+
+def _gloo_interface(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        _interfaces_here(facts),
+        export(
+            joined("GLOO_SOCKET_IFNAME=", placeholder("interface")),
+            why="one interface name for gloo, the same on every node or pod (never NCCL's ^ exclusion list)",
+        ),
+    ]
+
+
+def _mpi_tcp_interface(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        _interfaces_here(facts),
+        suggest(
+            "mpirun --mca btl_tcp_if_include",
+            placeholder("interface"),
+            "--mca oob_tcp_if_include",
+            placeholder("interface"),
+            placeholder("the rest of the command"),
+            why="Open MPI's own TCP traffic on the interface the nodes share, off bridges every host has",
+            blast_radius=BlastRadius.RESTARTS_JOB,
+            permission=_JOB_SCRIPT,
+        ),
     ]
 
 
@@ -1221,6 +1260,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.ucx_setup": _ucx_transports,
     "triage.config.library_files": _open_files_limit,
     "triage.config.open_files": _open_files_limit,
+    "triage.config.gloo_interface": _gloo_interface,
+    "triage.config.mpi_tcp_interface": _mpi_tcp_interface,
     "triage.software.container_toolkit": _container_toolkit,
     "triage.software.image_needs_newer_driver": _container_toolkit,
     "triage.config.coordinator_unreachable": _coordinator_unreachable,

@@ -67,6 +67,9 @@ _SLURMSTEPD = r"slurmstepd-(?P<stepd_host>[\w.-]+): "
 # UCX's own lines (`[pool0-1616:1864777:0:1864777] Caught signal 4 (Illegal instruction …)`, its
 # backtraces): host, pid, thread index, thread id; indented as often as not in a pasted block.
 _UCX = r"[ \t]{0,8}\[(?P<ucx_host>[A-Za-z][\w.-]*):(?P<ucx_pid>\d+):\d+:\d+\] "
+# Open MPI's own messages (`[second-node][[22157,1],4][btl_tcp_endpoint.c:626:…] received unexpected
+# process identifier …`): the host, then the process's name, whose last number is its MPI rank.
+_OPEN_MPI = r"\[(?P<ompi_host>[A-Za-z][\w.-]{0,252})\]\[\[\d+,\d+\],(?P<ompi_rank>\d+)\]"
 _DMESG_T_DATE = (
     r"(?P<dmesg_month>\w{3}) +(?P<dmesg_day>\d+) (?P<dmesg_clock>\d\d:\d\d:\d\d) (?P<dmesg_year>\d{4})"
 )
@@ -80,7 +83,7 @@ _JOURNAL = (
 # prefix (NCCL's `host:pid:tid [dev]`, slurmstepd's) or a kernel one (dmesg, journald).
 _LOGGERS = re.compile(
     rf"(?P<c10>{_C10})|(?P<glog>{_ELASTIC_GLOG})|{_LEVEL_MONTH_DAY}"
-    rf"|(?:{_BRACKET_DATE})?(?:{_NCCL_HOST}|{_SLURMSTEPD}|{_UCX}|{_DMESG_T}|{_DMESG}|{_JOURNAL})?"
+    rf"|(?:{_BRACKET_DATE})?(?:{_NCCL_HOST}|{_SLURMSTEPD}|{_UCX}|{_OPEN_MPI}|{_DMESG_T}|{_DMESG}|{_JOURNAL})?"
 )
 # Led by a literal so the regex engine jumps between `20`s; `\b` in front would make it try every
 # position (30x slower on a long line). The word boundary is checked on the few matches instead.
@@ -194,6 +197,10 @@ def _strip_logger(text: str, found: Stripped) -> str:
         found.host = groups["stepd_host"]
     elif groups["ucx_host"]:
         found.host, found.pid = groups["ucx_host"], int(groups["ucx_pid"])
+    elif groups["ompi_host"]:
+        found.host = groups["ompi_host"]
+        if found.rank is None:
+            found.rank = int(groups["ompi_rank"])
     elif groups["dmesg_month"]:
         month, day = _MONTHS.get(groups["dmesg_month"], 1), int(groups["dmesg_day"])
         found.stamp = f"{groups['dmesg_year']}-{month:02d}-{day:02d}T{groups['dmesg_clock']}"
