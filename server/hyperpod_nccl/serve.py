@@ -16,6 +16,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,11 +205,18 @@ def run_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_IDLE_WORKERS_STOP_S = 0.5
+
+
 def _leave_abandoned_calls() -> None:
     """The client closed the connection. A call answered at its deadline may still hold a worker
     thread blocked on a silent endpoint (read-only, its answer already given); nobody waits for it
     now, so exit at once instead of when its socket times out."""
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+    workers = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    until = time.monotonic() + _IDLE_WORKERS_STOP_S  # idle workers were told to stop: let them
+    for worker in workers:
+        worker.join(max(0.0, until - time.monotonic()))
+    if any(worker.is_alive() for worker in workers):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(EXIT_OK)
