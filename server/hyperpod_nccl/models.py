@@ -315,6 +315,11 @@ class JobSummary(_Model):
 
     framework: str | None = None
     world_size: int | None = None
+    world_size_stated: bool | None = Field(
+        default=None,
+        description="True when a line states the world size; False when it is only the highest rank seen "
+        "plus one (a paste of a few ranks says little about the job's size).",
+    )
     nodes: NonNegativeInt = 0
     ranks_per_node: int | None = None
     rank_map: list[str] = Field(

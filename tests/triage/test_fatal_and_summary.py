@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hyperpod_nccl.models import Category, Status
+from hyperpod_nccl.triage.engine import run_triage
 from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.fatal import meaning_of
 from hyperpod_nccl.triage.model import EventIndex, build_incident
@@ -90,3 +93,19 @@ def test_srun_task_lists_and_the_store_address_fill_the_rank_map_before_nccl_sta
     assert topology.node_of(60) == "gpu-st-p5-7"
     assert topology.node_of(0) == "gpu-st-p5-0"
     assert isinstance(topology, Topology)
+
+
+def test_the_job_summary_says_whether_a_line_stated_the_world_size(tmp_path: Path) -> None:
+    paste = tmp_path / "paste"
+    paste.mkdir()
+    (paste / "worker.log").write_text("[rank4]: RuntimeError: boom\n")
+    guessed = run_triage([paste]).job
+    assert guessed is not None and (guessed.world_size, guessed.world_size_stated) == (5, False)
+    stated_dir = tmp_path / "stated"
+    stated_dir.mkdir()
+    (stated_dir / "worker.log").write_text(
+        "[rank4]:[I ProcessGroupNCCL.cpp:1000] [PG 0 Rank 4] ProcessGroupNCCL initialization options: "
+        "size: 16, global rank: 4, TIMEOUT(ms): 600000\n[rank4]: RuntimeError: boom\n"
+    )
+    stated = run_triage([stated_dir]).job
+    assert stated is not None and (stated.world_size, stated.world_size_stated) == (16, True)

@@ -141,6 +141,7 @@ def job_summary(
     return JobSummary(
         framework=_framework(incident.scans, incident.index.by_kind),
         world_size=topology.world_size,
+        world_size_stated=topology.world_known if topology.world_size is not None else None,
         nodes=len(topology.nodes) + sum(len(found) - 1 for found in shared.values()),
         ranks_per_node=counts.most_common(1)[0][0] if counts else None,
         rank_map=[f"{node}: {compress(ranks)}" for node, ranks in list(per_node.items())[:_MAP_LINES]],
