@@ -25,6 +25,17 @@ def triage(tmp_path: Path, files: dict[str, str]) -> Report:
     return run_triage([tmp_path])
 
 
+def root_finding(report: Report) -> tuple[str | None, str | None]:
+    """The root cause's category and the id of the finding it came from."""
+    found = report.root_cause
+    return (found.category, found.finding) if found else (None, None)
+
+
+def commands_of(report: Report, finding_id: str) -> str:
+    """Every suggested command of the finding, as one string."""
+    return " ".join(c.command for f in report.findings if f.id == finding_id for c in f.suggested_commands)
+
+
 def cause(report: Report) -> tuple[Category | None, list[int], list[str]]:
     found = report.root_cause
     return (found.category, found.culprit_ranks, found.culprit_nodes) if found else (None, [], [])

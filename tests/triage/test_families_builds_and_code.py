@@ -13,12 +13,7 @@ from pathlib import Path
 import pytest
 
 from hyperpod_nccl.models import Category, Finding, Report, Status
-from tests.triage.test_families import cause, describe, triage
-
-
-def _root(report: Report) -> tuple[str | None, str | None]:
-    found = report.root_cause
-    return (found.category, found.finding) if found else (None, None)
+from tests.triage.test_families import cause, describe, root_finding, triage
 
 
 def _finding(report: Report, finding_id: str) -> Finding:
@@ -266,7 +261,7 @@ def test_one_crash_named_in_several_words_is_one_event_seen_again(
 )
 def test_a_script_that_refuses_its_command_line_is_the_launch_command(tmp_path: Path, line: str) -> None:
     report = triage(tmp_path, {"worker.log": f"usage: finetune.py [-h] [--data_path DATA_PATH]\n{line}\n"})
-    assert _root(report) == ("config", "triage.config.bad_arguments"), describe(report)
+    assert root_finding(report) == ("config", "triage.config.bad_arguments"), describe(report)
     assert _finding(report, "triage.config.bad_arguments").no_command_reason
 
 
@@ -283,7 +278,7 @@ def test_a_local_rank_argument_the_script_does_not_declare_is_a_launcher_of_anot
     tmp_path: Path, line: str
 ) -> None:
     report = triage(tmp_path, {"worker.log": f"{line}\n"})
-    assert _root(report) == ("software", "triage.software.local_rank_argument"), describe(report)
+    assert root_finding(report) == ("software", "triage.software.local_rank_argument"), describe(report)
     assert _finding(report, "triage.software.local_rank_argument").reference == "debugging-guide.md § 10"
 
 
@@ -303,7 +298,7 @@ def test_a_custom_all_reduce_without_peer_access_is_the_frameworks_kernel_not_nc
     tmp_path: Path, line: str
 ) -> None:
     report = triage(tmp_path, {"server.log": f"{line}\n"})
-    assert _root(report) == ("software", "triage.software.custom_all_reduce_p2p"), describe(report)
+    assert root_finding(report) == ("software", "triage.software.custom_all_reduce_p2p"), describe(report)
     commands = " ".join(
         c.command for c in _finding(report, "triage.software.custom_all_reduce_p2p").suggested_commands
     )
@@ -316,7 +311,7 @@ def test_nccls_own_peer_access_failure_stays_a_configuration_of_the_gpus(tmp_pat
         "between these two devices'\n"
     )
     report = triage(tmp_path, {"node1.log": line})
-    assert _root(report) == ("config", "triage.config.p2p_unsupported"), describe(report)
+    assert root_finding(report) == ("config", "triage.config.p2p_unsupported"), describe(report)
 
 
 # --- a peer's shared-memory segment this rank cannot see --------------------------------------------------
@@ -330,7 +325,7 @@ def test_a_peers_segment_not_found_is_dev_shm_not_shared_not_a_full_dev_shm(tmp_
         "trainer-worker-1:812:901 [3] NCCL INFO transport/shm.cc:373 -> 2\n"
     )
     report = triage(tmp_path, {"worker-1.log": text})
-    assert _root(report) == ("config", "triage.config.shm_not_shared"), describe(report)
+    assert root_finding(report) == ("config", "triage.config.shm_not_shared"), describe(report)
     commands = [c.command for c in _finding(report, "triage.config.shm_not_shared").suggested_commands]
     assert any("NCCL_SHM_DISABLE=1" in c for c in commands) and not any("remount" in c for c in commands)
 
@@ -341,7 +336,7 @@ def test_a_segment_that_cannot_grow_is_still_a_full_dev_shm(tmp_path: Path) -> N
         "/dev/shm/nccl-Xy12Ab (size 9637888), error: No space left on device (28)\n"
     )
     report = triage(tmp_path, {"node1.log": text})
-    assert _root(report) == ("config", "triage.config.shm"), describe(report)
+    assert root_finding(report) == ("config", "triage.config.shm"), describe(report)
 
 
 # --- JAX's and TensorFlow's coordination service ----------------------------------------------------------
@@ -377,7 +372,7 @@ def test_the_coordination_service_is_the_multi_host_rendezvous_not_storage(
     tmp_path: Path, text: str, expected: tuple[str, str]
 ) -> None:
     report = triage(tmp_path, {"worker0.log": text})
-    assert _root(report) == expected, describe(report)
+    assert root_finding(report) == expected, describe(report)
 
 
 def test_a_deadline_is_storage_where_the_line_names_storage(tmp_path: Path) -> None:
@@ -421,14 +416,14 @@ def test_launch_settings_that_do_not_fit(
     tmp_path: Path, name: str, text: str, expected: tuple[str, str]
 ) -> None:
     report = triage(tmp_path, {name: text})
-    assert _root(report) == expected, describe(report)
+    assert root_finding(report) == expected, describe(report)
     assert report.blocking, describe(report)
 
 
 def test_a_host_name_that_does_not_resolve_stays_an_ssh_reachability_problem(tmp_path: Path) -> None:
     text = "ssh: Could not resolve hostname gpu-node-17: Name or service not known\n"
     report = triage(tmp_path, {"launcher.log": text})
-    assert _root(report) == ("config", "triage.config.ssh_unreachable"), describe(report)
+    assert root_finding(report) == ("config", "triage.config.ssh_unreachable"), describe(report)
 
 
 def test_a_gdb_backtrace_names_the_function_and_library_a_bus_error_hit(tmp_path: Path) -> None:

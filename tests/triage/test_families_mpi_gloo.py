@@ -10,17 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_nccl.models import Report
-from tests.triage.test_families import describe, triage
-
-
-def _root(report: Report) -> tuple[str | None, str | None]:
-    found = report.root_cause
-    return (found.category, found.finding) if found else (None, None)
-
-
-def _commands(report: Report, finding_id: str) -> str:
-    return " ".join(c.command for f in report.findings if f.id == finding_id for c in f.suggested_commands)
+from tests.triage.test_families import commands_of, describe, root_finding, triage
 
 
 @pytest.mark.parametrize(
@@ -42,7 +32,7 @@ def test_gloos_own_failures_are_a_peer_waited_for_or_an_interface_not_found(
     tmp_path: Path, text: str, expected: tuple[str, str]
 ) -> None:
     report = triage(tmp_path, {"worker.log": text})
-    assert _root(report) == expected, describe(report)
+    assert root_finding(report) == expected, describe(report)
     assert report.blocking
 
 
@@ -59,7 +49,7 @@ def test_gloos_own_failures_are_a_peer_waited_for_or_an_interface_not_found(
 )
 def test_open_mpis_tcp_transport_on_the_wrong_interface_is_configuration(tmp_path: Path, line: str) -> None:
     report = triage(tmp_path, {"mpirun.out": f"{line}\n"})
-    assert _root(report) == ("config", "triage.config.mpi_tcp_interface"), describe(report)
+    assert root_finding(report) == ("config", "triage.config.mpi_tcp_interface"), describe(report)
 
 
 @pytest.mark.parametrize(
@@ -67,8 +57,8 @@ def test_open_mpis_tcp_transport_on_the_wrong_interface_is_configuration(tmp_pat
 )
 def test_an_open_mpi_daemon_refusing_mpiruns_option_is_two_versions(tmp_path: Path, line: str) -> None:
     report = triage(tmp_path, {"launch.log": f"{line}\n"})
-    assert _root(report) == ("software", "triage.software.mpi_version_skew"), describe(report)
-    assert "mpirun --version" in _commands(report, "triage.software.mpi_version_skew")
+    assert root_finding(report) == ("software", "triage.software.mpi_version_skew"), describe(report)
+    assert "mpirun --version" in commands_of(report, "triage.software.mpi_version_skew")
 
 
 def test_an_unknown_option_of_the_training_script_is_not_open_mpi(tmp_path: Path) -> None:
@@ -90,8 +80,8 @@ def test_nccl_asked_of_a_pytorch_without_it_or_a_process_without_a_gpu(
     tmp_path: Path, line: str, expected: str
 ) -> None:
     report = triage(tmp_path, {"train.log": f"Traceback (most recent call last):\n{line}\n"})
-    assert _root(report) == ("config", expected), describe(report)
-    assert "is_nccl_available()" in _commands(report, expected)
+    assert root_finding(report) == ("config", expected), describe(report)
+    assert "is_nccl_available()" in commands_of(report, expected)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +107,7 @@ def test_ucx_and_ucc_lines_say_whether_a_transport_would_not_set_up(
     tmp_path: Path, line: str, expected: tuple[str, str]
 ) -> None:
     report = triage(tmp_path, {"rank1.log": f"{line}\n"})
-    assert _root(report) == expected, describe(report)
+    assert root_finding(report) == expected, describe(report)
 
 
 def test_a_ucx_debug_line_about_a_retried_step_is_not_a_failure(tmp_path: Path) -> None:

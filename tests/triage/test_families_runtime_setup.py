@@ -10,17 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_nccl.models import Report
-from tests.triage.test_families import describe, triage
-
-
-def _root(report: Report) -> tuple[str | None, str | None]:
-    found = report.root_cause
-    return (found.category, found.finding) if found else (None, None)
-
-
-def _commands(report: Report, finding_id: str) -> str:
-    return " ".join(c.command for f in report.findings if f.id == finding_id for c in f.suggested_commands)
+from tests.triage.test_families import commands_of, describe, root_finding, triage
 
 
 @pytest.mark.parametrize(
@@ -67,14 +57,14 @@ def test_setups_that_fail_before_training(
     tmp_path: Path, name: str, text: str, expected: tuple[str, str]
 ) -> None:
     report = triage(tmp_path, {name: text})
-    assert _root(report) == expected, describe(report)
+    assert root_finding(report) == expected, describe(report)
     assert report.blocking
 
 
 def test_a_math_librarys_missing_files_ask_for_the_open_files_limit(tmp_path: Path) -> None:
     text = "rocblaslt error: Could not load /opt/conda/lib/hipblaslt/library/TensileLibrary_lazy_gfx942.dat\n"
     report = triage(tmp_path, {"worker.log": text})
-    assert "ulimit -n" in _commands(report, "triage.config.library_files")
+    assert "ulimit -n" in commands_of(report, "triage.config.library_files")
 
 
 def test_a_tensile_line_that_is_no_failure_stays_clean(tmp_path: Path) -> None:
@@ -104,7 +94,7 @@ def test_a_checkpoint_that_does_not_fit_its_model(
     tmp_path: Path, text: str, expected: tuple[str, str]
 ) -> None:
     report = triage(tmp_path, {"train.log": text})
-    assert _root(report) == expected, describe(report)
+    assert root_finding(report) == expected, describe(report)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +107,7 @@ def test_a_checkpoint_that_does_not_fit_its_model(
 )
 def test_a_loss_that_turned_nan_is_a_visible_failure(tmp_path: Path, line: str) -> None:
     report = triage(tmp_path, {"train.log": f"step 1199 | lr 3.0e-04 | loss: 2.31\n{line}\n"})
-    assert _root(report) == ("unknown", "triage.unknown.nan_loss"), describe(report)
+    assert root_finding(report) == ("unknown", "triage.unknown.nan_loss"), describe(report)
     assert report.blocking
 
 
