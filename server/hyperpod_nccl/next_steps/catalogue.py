@@ -617,9 +617,15 @@ def _fabric_manager(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _interfaces_here(facts: Facts) -> SuggestedCommand:
+    return on_node_check(
+        facts, "ip -br addr", "the node's interfaces and addresses: pick the one the nodes share"
+    )
+
+
 def _interfaces(facts: Facts) -> list[SuggestedCommand]:
     return [
-        on_node_check(facts, "ip -br addr", "the node's interfaces and addresses"),
+        _interfaces_here(facts),
         export("NCCL_SOCKET_IFNAME=^docker0,lo", why="keep NCCL off interfaces other nodes cannot reach"),
     ]
 
@@ -1050,12 +1056,6 @@ def _open_files_limit(facts: Facts) -> list[SuggestedCommand]:
             permission=_JOB_SCRIPT,
         ),
     ]
-
-
-def _interfaces_here(facts: Facts) -> SuggestedCommand:
-    return on_node_check(
-        facts, "ip -br addr", "this node's interfaces and addresses: pick the one the nodes share"
-    )
 
 
 def _gloo_interface(facts: Facts) -> list[SuggestedCommand]:
