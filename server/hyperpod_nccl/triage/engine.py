@@ -21,7 +21,7 @@ from hyperpod_nccl.triage.causality import order_by_cause
 from hyperpod_nccl.triage.discover import InputFile, discover
 from hyperpod_nccl.triage.events import Event, FileScan
 from hyperpod_nccl.triage.facts import finding_facts, job_facts
-from hyperpod_nccl.triage.findings import decisive, quoted, rank_state_groups
+from hyperpod_nccl.triage.findings import decisive, quoted, quoted_lines, rank_state_groups
 from hyperpod_nccl.triage.model import EvidenceSource, Incident, build_incident
 from hyperpod_nccl.triage.parallel import scan_all
 from hyperpod_nccl.triage.root_cause import (
@@ -174,7 +174,7 @@ def _widen_evidence(
     for finding in findings:
         if finding.id == finding_id:
             widened = quoted(decisive(events, incident.clock, ORIGIN_EVIDENCE), incident.topology)
-            witnesses = {(e.source, e.line) for e in quoted(events, incident.topology)}
+            witnesses = quoted_lines(events)
             added = [e for e in finding.evidence if (e.source, e.line) not in witnesses]
             finding.evidence = widened[:1] + added + widened[1:]
 

@@ -68,6 +68,17 @@ def quoted(events: Iterable[Event], topology: Topology) -> list[Evidence]:
     return found
 
 
+def quoted_lines(events: Iterable[Event]) -> set[tuple[str, int]]:
+    """The (source, line) of every line `quoted` would give for `events`, without building them (an
+    origin's group may hold one event per rank of a 32k-rank job)."""
+    lines = set()
+    for event in events:
+        lines.add((event.source, event.line))
+        if FRAME_LINE in event.fields:
+            lines.add((event.source, int(event.fields[FRAME_LINE])))
+    return lines
+
+
 def decisive(events: Iterable[Event], clock: Clock, limit: int = MAX_EVIDENCE) -> list[Event]:
     """The earliest events, one per rank first so the evidence shows distinct witnesses, then the
     other lines of those ranks (an exception and the DataLoader line that wrapped it)."""
