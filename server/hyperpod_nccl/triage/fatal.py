@@ -1034,11 +1034,12 @@ _UCX_SETUP = re.compile(r"create|init|open|epilog|context|load|tl_", re.IGNORECA
 
 
 def _ucx_error(event: Event) -> Meaning | None:
-    failed, error = event.fields.get("failed"), event.fields.get("message")
-    if failed is not None and not _UCX_SETUP.search(failed):
+    failed = event.fields.get("failed")  # a line below ERROR level that says something failed
+    said = failed if failed is not None else event.fields.get("message", "")
+    setup = "failed" in said and _UCX_SETUP.search(said) is not None
+    if failed is not None and not setup:
         return None  # a debug line about something that failed and was retried or is harmless
-    said = failed if failed is not None else error or ""
-    if "failed" in said and _UCX_SETUP.search(said):
+    if setup:
         return _fail(
             "triage.software.ucx_setup",
             "UCX / UCC could not set up one of its transports on this rank (its log names which): the "
