@@ -329,9 +329,7 @@ def _peer_crashed(facts: Facts) -> list[SuggestedCommand]:
 
 def _gpu_hardware(facts: Facts) -> list[SuggestedCommand]:
     return [
-        on_node_check(
-            facts, "nvidia-smi -q -d ECC,ROW_REMAPPER", "ECC counts and pending or failed row remaps"
-        ),
+        *_ecc(facts),
         kernel_log(facts, "grep -iE 'xid|sxid|fallen off'", "every Xid the driver logged"),
         reboot_node(
             facts, "rung 3 of the remediation ladder (operations.md § 9): reset the GPU by rebooting"
@@ -949,20 +947,19 @@ def _gpudirect(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _gpus_on_node(facts: Facts) -> SuggestedCommand:
+    return on_node_check(
+        facts, "nvidia-smi -L", "the GPUs the node has, against the processes launched per node"
+    )
+
+
 def _invalid_device(facts: Facts) -> list[SuggestedCommand]:
-    return [
-        on_node_check(
-            facts, "nvidia-smi -L", "the GPUs the node has, against the processes launched per node"
-        ),
-        *_cuda(facts)[1:],
-    ]
+    return [_gpus_on_node(facts), *_cuda(facts)[1:]]
 
 
 def _invalid_usage(facts: Facts) -> list[SuggestedCommand]:
     return [
-        on_node_check(
-            facts, "nvidia-smi -L", "the GPUs the node has, against the processes launched per node"
-        ),
+        _gpus_on_node(facts),
         export(
             "NCCL_DEBUG=WARN",
             why="the next run names the check NCCL failed (a duplicate GPU, the world size)",
