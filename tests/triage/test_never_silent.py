@@ -224,3 +224,54 @@ def test_an_unexplained_nccl_error_asks_for_nccls_own_words_only_when_it_printed
     assert with_info is (failure.no_command_reason is not None)
     # the error is the unknown failure's own first line: no second finding quotes it again
     assert [f.id for f in report.findings] == ["triage.unknown.failure"], [f.id for f in report.findings]
+
+
+# A log that ends saying it failed, in wordings no rule knows: the last lines are read for them.
+LAST_WORDS = {
+    "tool-error": "hipblaslt error: Could not initialise the handle for device 3",
+    "cli-error": "Error: invalid value for '--mesh': expected 2 axes",
+    "fatal": "FATAL: stage 2 refused to start (no peers)",
+    "failed-colon": "ctx create epilog for mlx5 failed: Unhandled status",
+    "cut-traceback": '    raise PipelineSetupError(f"stage {stage} has no inputs")',
+    "aborted": "Aborted (core not written)",
+}
+# Lines that end healthy logs and say "error" or "failed" without anything having failed.
+BENIGN_LAST_WORDS = [
+    "wandb: Synced 5 W&B file(s), 0 media file(s), 0 error(s)",
+    "eval: epoch=3 mean_error=0.031 val_error: 0.027",
+    "validation error rate 0.12 after 40 steps",
+    "gpu-7:4411:4411 [3] NCCL INFO NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.",
+    "UserWarning: loading the optimizer state failed over to the CPU copy",
+    "[2024-05-01 10:00:00,123] [WARNING] [engine.py:88] checkpoint tag lookup failed, using latest",
+    "Training finished with no errors",
+]
+
+
+@pytest.mark.parametrize("framing", ["bare", "torch-rank", "srun-label", "kubectl"])
+@pytest.mark.parametrize("wording", LAST_WORDS)
+def test_a_log_that_ends_saying_it_failed_in_an_unknown_wording_is_a_failure(
+    tmp_path: Path, wording: str, framing: str
+) -> None:
+    frame = FRAMINGS[framing]
+    lines = [frame(3, line) for line in HEALTHY[:4]] + [frame(3, LAST_WORDS[wording]), frame(3, "")]
+    log = tmp_path / "paste.log"
+    log.write_text("\n".join(lines))
+    report = run_triage([log])
+    assert report.blocking and report.root_cause is not None, "\n".join(lines)
+    assert report.root_cause.category.value == "unknown" and report.root_cause.confidence == "low"
+    (failure,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
+    assert [(e.line, e.text) for e in failure.evidence] == [(5, lines[4])]
+    if framing in ("torch-rank", "srun-label"):
+        assert failure.ranks == [3]
+
+
+@pytest.mark.parametrize("ending", BENIGN_LAST_WORDS)
+def test_a_healthy_log_that_ends_on_benign_error_words_stays_clean(tmp_path: Path, ending: str) -> None:
+    assert _triage(tmp_path, [*HEALTHY, ending]) == (0, None), ending
+
+
+def test_only_the_last_lines_are_read_for_unknown_failure_words(tmp_path: Path) -> None:
+    """An unknown error line deep inside a run that went on is not the run's end: the net stays at the end."""
+    early = LAST_WORDS["tool-error"]
+    assert _triage(tmp_path, [early, *HEALTHY[2:4] * 3]) == (0, None)
+    assert _triage(tmp_path, [*HEALTHY[2:4] * 3, early])[0] == 1

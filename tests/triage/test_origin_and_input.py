@@ -298,3 +298,19 @@ def test_files_of_two_jobs_are_said_to_be_two_jobs(tmp_path: Path) -> None:
     assert any(note.startswith("The input holds 2 jobs (4411, 4502)") for note in notes), notes
     (tmp_path / "slurm-4502.out").unlink()
     assert not any("jobs (" in note for note in run_triage([tmp_path]).job.notes)
+
+
+def test_a_pyxis_container_of_another_job_than_the_file_name_is_said(tmp_path: Path) -> None:
+    def failed_mount(job: str) -> str:
+        return (
+            f"nvidia-container-cli: mount error: file creation failed: /raid/enroot-data/user-1/pyxis_{job}.0"
+            "/run/x: no such device or address\n"
+        )
+
+    (tmp_path / "slurm-4471.out").write_text(failed_mount("59"))
+    job = run_triage([tmp_path]).job
+    assert job.job_id == "59"  # what the step's own container says
+    assert any(note.startswith("The input holds 2 jobs (59, 4471)") for note in job.notes), job.notes
+    (tmp_path / "slurm-4471.out").write_text(failed_mount("4471"))
+    job = run_triage([tmp_path]).job
+    assert job.job_id == "4471" and not any("jobs (" in note for note in job.notes)

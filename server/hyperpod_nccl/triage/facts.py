@@ -20,6 +20,8 @@ from hyperpod_nccl.utc import earlier_by
 _SLURM_OUT = re.compile(r"(?:^|/)slurm-(\d{1,12})(?:_\d{1,9})?(?:\.\d+)?\.(?:out|err|log)(?:\.gz)?$")
 _NAMED_OUT = re.compile(r"(?:^|/)[A-Za-z][\w.]*?-(\d{2,12})-\d{1,6}\.(?:out|err|log)(?:\.gz)?$")
 _STEP_ID = re.compile(r"StepId=(\d{1,12})")
+# pyxis names a job step's unnamed container `pyxis_<job>.<step>`, in the paths enroot's errors print.
+_PYXIS_CONTAINER = re.compile(r"\bpyxis_(\d{1,12})\.\d{1,9}\b")
 _SLURM_KINDS = ("srun_task", "slurm_cancel", "slurm_failed", "slurm_step_refused")
 _PORT = re.compile(r"(?:\]:|port:? |port=|on port )(\d{2,5})\b")
 _INSTANCE = re.compile(r"^i-[0-9a-f]{8,17}$")
@@ -91,6 +93,8 @@ def _job_ids_in_lines(incident: Incident) -> list[str]:
     ]
     found += [m.group(1) for e in incident.index.kind("oom_killed") if (m := _STEP_ID.search(e.text))]
     found += [e.fields["job"] for e in incident.index.kind("slurm_step_refused")]
+    containers = (e.text for e in incident.events if "pyxis_" in e.text)
+    found += [m.group(1) for text in containers if (m := _PYXIS_CONTAINER.search(text))]
     return [job for job in found if job.isdigit()]
 
 

@@ -764,7 +764,7 @@ _SLURM_OOM = _fail(
     "triage.host.slurm_oom", "Slurm task ran out of memory", C.HOST_OOM, 93, "debugging-guide.md § 4"
 )
 _WORKER_EXIT = _consequence(
-    "triage.consequence.worker_exit", "Workers exited after the failure", "debugging-guide.md § 1"
+    "triage.consequence.worker_exit", "Processes exited after the failure", "debugging-guide.md § 1"
 )
 NCCL_RAISED = _consequence(
     "triage.consequence.nccl_error", "NCCL calls that returned an error", "debugging-guide.md § 3"

@@ -197,7 +197,9 @@ def _emit_block(
         report.found = frozenset(found) if found else frozenset()
         yield base + newlines, decode(block[start:line_end])
     report.lines += total
-    report.tail = _tail_of(block, end, report.lines)
+    tail = _tail_of(block, end, report.lines)
+    # A short last block (the unfinished line, one too long) ends the tail, not replaces it.
+    report.tail = report.tail[len(tail) - TAIL_LINES :] + tail if len(tail) < TAIL_LINES else tail
 
 
 def _by_line(block: bytes | bytearray, end: int, hits: list[tuple[int, int]]) -> dict[int, set[int]]:

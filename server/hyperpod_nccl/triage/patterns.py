@@ -1341,6 +1341,21 @@ VISIBLE = (
     ),
 )
 
+# A log whose last lines say it failed in a wording no pattern above knows (`train.py: error:
+# unrecognized arguments`, `Error: unknown option`, `rocblaslt error: Could not load …`, `raise
+# RuntimeError(…)`): read only in a file's last non-blank lines, and only for the never-silent
+# fallback. A line at a log level below error, a count of no errors and a metric are not failures.
+LAST_WORDS_LINES = 5
+LAST_WORDS_FAILURE = re.compile(
+    r"\b(?:\w+Error|\w+Exception|[Ee]rror|ERROR|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Aa]borted|ABORTED|"
+    r"[Tt]raceback)\b"
+)
+LAST_WORDS_BENIGN = re.compile(
+    r"\b(?:INFO|DEBUG|TRACE|WARN|WARNING|[Ww]arning|[Nn]otice)\b|\w+Warning\b"
+    r"|(?i:\b(?:no|0|zero|without|ignor\w*)\s+(?:\w+\s+)?(?:errors?|failures?)\b|\berrors?\s*[=:]\s*0\b"
+    r"|\b\w*errors?[_ ]?(?:rate|count|bar)\b|\b\w*_?error\s*[=:]\s*-?[\d.])"
+)
+
 EVENT_PATTERNS: tuple[Pattern, ...] = (
     NCCL_STATE
     + COLLECTIVES

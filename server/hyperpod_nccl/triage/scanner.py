@@ -22,6 +22,9 @@ from hyperpod_nccl.triage.patterns import (
     EVENT_PATTERNS,
     FACT_PATTERNS,
     FRAMEWORK_WORDS,
+    LAST_WORDS_BENIGN,
+    LAST_WORDS_FAILURE,
+    LAST_WORDS_LINES,
     STORAGE_PATTERNS,
     STORAGE_PREFILTER,
     Dispatcher,
@@ -196,6 +199,7 @@ class _FileState:
         self.labels_are_launchers = False
         self.offset = -1  # of the line being read
         self.shm_frame: tuple[int, str] = (0, "")  # the last traceback frame inside shared-memory code
+        self.last_event_line = 0  # the file's last line that any pattern understood
 
 
 def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
@@ -218,13 +222,16 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
     finally:
         for _, text in report.tail:  # when the log ends: its last stamped line
             _note_stamp(scan, strip(text))
+        if not scan.storage:
+            _note_last_words(state, report.tail)
         scan.lines_read += report.lines
         for line, dropped in report.truncated:
             scan.problems.append(f"{source}:{line}: line truncated, {dropped} bytes past 64 KiB not read")
         if report.unfinished_line:  # a paste cut short, a process killed mid-write, or a log still written
             scan.problems.append(
-                f"{source}:{report.unfinished_line}: the file ends inside this line (no final newline): it "
-                "was cut short or is still being written; what came after it is not in the input"
+                f"{source}:{report.unfinished_line}: the file ends inside this line (no final newline): "
+                "usual for a paste, but a log cut short or still being written ends the same way; "
+                "anything after it is not in the input"
             )
         if report.nul_bytes:
             scan.damage = scan.damage or (
@@ -235,6 +242,21 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         _settle_labels(state)
         _apply_local_ranks(state)
         _rank_from_name(scan)
+
+
+def _note_last_words(state: _FileState, tail: list[tuple[int, str]]) -> None:
+    """The latest of the file's last non-blank lines that says it failed, when no pattern named it: the
+    never-silent fallback's last resort (`LAST_WORDS_FAILURE`)."""
+    last = [(number, text) for number, text in tail if text.strip()][-LAST_WORDS_LINES:]
+    for number, text in reversed(last):
+        if number <= state.last_event_line:
+            return
+        stripped = strip(text)
+        if LAST_WORDS_FAILURE.search(stripped.message) and not LAST_WORDS_BENIGN.search(stripped.message):
+            event = _event(state, "last_words", {}, number, text, stripped)
+            event.offset = -1  # read after the pass: where the line starts is not kept
+            state.keyed[("last_words",)] = event
+            return
 
 
 def _rank_from_name(scan: FileScan) -> None:
@@ -354,23 +376,7 @@ def _record(
     if kind == "disk_full" and frame_line and number - frame_line <= _FRAME_REACH:
         kind = "shm_exhausted"  # the errno came from shared-memory code: /dev/shm is what is full
         fields = {**fields, FRAME_LINE: str(frame_line), FRAME: frame}  # the line that shows it
-    event = Event(
-        kind=kind,
-        source=state.source,
-        line=number,
-        text=text[:MAX_TEXT_CHARS],
-        rank=stripped.rank,
-        node=stripped.host or _short_host(fields.get("host")),
-        stamp=_stamp(stripped, fields),
-        fields=fields,
-        offset=state.offset if state.source == state.scan.source else -1,  # archive members: no re-read
-    )
-    if stripped.local_rank is not None:
-        event.fields["local_rank"] = str(stripped.local_rank)
-    if stripped.task is not None:
-        event.fields["task"] = str(stripped.task)
-    if stripped.rank_from_label:
-        event.fields["rank_from"] = "label"
+    event = _event(state, kind, fields, number, text, stripped)
     if pattern.kind == "worker_exit":
         _attach_failure_block(state, event)
         if "mpi_rank" in fields:  # Open MPI names the global rank and its node
@@ -393,7 +399,31 @@ def _fold_key(pattern: Pattern, event: Event, local_rank: int | None) -> tuple[o
     )
 
 
+def _event(
+    state: _FileState, kind: str, fields: dict[str, str], number: int, text: str, stripped: Stripped
+) -> Event:
+    event = Event(
+        kind=kind,
+        source=state.source,
+        line=number,
+        text=text[:MAX_TEXT_CHARS],
+        rank=stripped.rank,
+        node=stripped.host or _short_host(fields.get("host")),
+        stamp=_stamp(stripped, fields),
+        fields=fields,
+        offset=state.offset if state.source == state.scan.source else -1,  # archive members: no re-read
+    )
+    if stripped.local_rank is not None:
+        event.fields["local_rank"] = str(stripped.local_rank)
+    if stripped.task is not None:
+        event.fields["task"] = str(stripped.task)
+    if stripped.rank_from_label:
+        event.fields["rank_from"] = "label"
+    return event
+
+
 def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
+    state.last_event_line = event.line
     existing = state.keyed.get(key)
     if existing is None:
         if len(state.keyed) < MAX_EVENTS_PER_FILE:

@@ -164,8 +164,8 @@ def _several_jobs(jobs: tuple[str, ...], job_id: str | None) -> list[str]:
         return []
     listed = ", ".join(jobs[:6]) + (", …" if len(jobs) > 6 else "")
     return [
-        f"The input holds {len(jobs)} jobs ({listed}), read as one (job {job_id}): triage each job's files "
-        "on their own."
+        f"The input holds {len(jobs)} jobs ({listed}) by its file names and lines, read as one "
+        f"(job {job_id}): check which job this is, and triage each job's files on their own."
     ]
 
 
