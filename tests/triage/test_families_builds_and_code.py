@@ -375,6 +375,24 @@ def test_the_coordination_service_is_the_multi_host_rendezvous_not_storage(
     assert root_finding(report) == expected, describe(report)
 
 
+def test_a_bare_grpc_status_is_quoted_with_the_coordination_call_it_answered(tmp_path: Path) -> None:
+    text = "DEADLINE_EXCEEDED: Deadline Exceeded\nRPC: /tensorflow.CoordinationService/RegisterTask\n"
+    report = triage(tmp_path, {"worker-3.log": text})
+    (finding,) = [f for f in report.findings if f.id == "triage.config.coordinator_unreachable"]
+    assert {(e.line, e.text) for e in finding.evidence} == {
+        (1, "DEADLINE_EXCEEDED: Deadline Exceeded"),
+        (2, "RPC: /tensorflow.CoordinationService/RegisterTask"),
+    }
+    far = (
+        "DEADLINE_EXCEEDED: Deadline Exceeded\n"
+        + "step 1\n" * 4
+        + "RPC: /tensorflow.CoordinationService/RegisterTask\n"
+    )
+    report = triage(tmp_path, {"worker-3.log": far})
+    (finding,) = [f for f in report.findings if f.id == "triage.config.coordinator_unreachable"]
+    assert [e.line for e in finding.evidence] == [6]  # a status lines away answered another call
+
+
 def test_a_deadline_is_storage_where_the_line_names_storage(tmp_path: Path) -> None:
     text = "google.api_core.exceptions.DeadlineExceeded: 504 Deadline Exceeded uploading to the bucket\n"
     report = triage(tmp_path, {"worker0.log": text})

@@ -1004,6 +1004,9 @@ STORAGE_CLIENT = (
         ("ReadTimeoutError", "DEADLINE_EXCEEDED", "Deadline Exceeded", "Read timed out"),
         r"ReadTimeoutError|Read timed out|(?i:storage|bucket|\bgcs\b|\bs3\b|blob|upload|download|object)",
     ),
+    # A gRPC status line that names no service (`DEADLINE_EXCEEDED: Deadline Exceeded`): the line
+    # after it says which call failed; it is kept to be quoted with that call (scanner.py).
+    _p("grpc_status", ("DEADLINE_EXCEEDED", "UNAVAILABLE:"), r"^(?:DEADLINE_EXCEEDED|UNAVAILABLE)\b"),
 )
 
 DATA = (

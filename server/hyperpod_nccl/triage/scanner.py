@@ -43,6 +43,8 @@ _KEEP_LATEST = frozenset({"work_update", "progress"})
 _KEEP_SECOND = frozenset({"ddp_member"})
 # Lines from a traceback frame to the exception it raised: a few frames, a pasted echo of them.
 _FRAME_REACH = 8
+# Lines from a gRPC status to the call it answered (`RPC: /tensorflow.CoordinationService/RegisterTask`).
+_STATUS_REACH = 3
 
 
 def _log_finder() -> HitFinder:
@@ -199,6 +201,7 @@ class _FileState:
         self.labels_are_launchers = False
         self.offset = -1  # of the line being read
         self.shm_frame: tuple[int, str] = (0, "")  # the last traceback frame inside shared-memory code
+        self.grpc_status: tuple[int, str] = (0, "")  # the last bare gRPC status line
         self.last_event_line = 0  # the file's last line that any pattern understood
 
 
@@ -371,11 +374,17 @@ def _record(
     if pattern.kind == "shm_frame":
         state.shm_frame = (number, text[:MAX_TEXT_CHARS])
         return
+    if pattern.kind == "grpc_status":
+        state.grpc_status = (number, text[:MAX_TEXT_CHARS])
+        return
     kind = pattern.kind
     frame_line, frame = state.shm_frame
     if kind == "disk_full" and frame_line and number - frame_line <= _FRAME_REACH:
         kind = "shm_exhausted"  # the errno came from shared-memory code: /dev/shm is what is full
         fields = {**fields, FRAME_LINE: str(frame_line), FRAME: frame}  # the line that shows it
+    status_line, status = state.grpc_status
+    if kind == "coordination" and status_line and number - status_line <= _STATUS_REACH:
+        fields = {**fields, FRAME_LINE: str(status_line), FRAME: status}  # what the call got back
     event = _event(state, kind, fields, number, text, stripped)
     if pattern.kind == "worker_exit":
         _attach_failure_block(state, event)
