@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.triage.test_families import commands_of, describe, root_finding, triage
+from hyperpod_nccl.models import Category
+from tests.triage.test_families import cause, commands_of, describe, root_finding, triage
 
 
 @pytest.mark.parametrize(
@@ -114,3 +115,44 @@ def test_a_ucx_debug_line_about_a_retried_step_is_not_a_failure(tmp_path: Path) 
     line = "[1700000000.123456] [gpu3:4242:0]  ucp_ep.c:1500 UCX  DEBUG ep 0x1 flush failed, retrying later\n"
     report = triage(tmp_path, {"rank1.log": line})
     assert report.root_cause is None and not report.blocking, describe(report)
+
+
+# --- Horovod after a rank has gone ---------------------------------------------------------------------
+
+_HOROVOD_SHUT_DOWN = (
+    "Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to "
+    "allreduce, allgather or broadcast a tensor after one of the ranks finished execution."
+)
+
+
+@pytest.mark.parametrize(
+    "framing",
+    [
+        lambda rank: f"[1,{rank}]<stderr>:{_HOROVOD_SHUT_DOWN}",
+        lambda rank: (
+            f"[1,{rank}]<stderr>:tensorflow.python.framework.errors_impl.FailedPreconditionError: "
+            f"{_HOROVOD_SHUT_DOWN}"
+        ),
+        lambda rank: f"[rank{rank}]: horovod.common.exceptions.HorovodInternalError: {_HOROVOD_SHUT_DOWN}",
+    ],
+    ids=["mpirun-bare", "tensorflow-exception", "torch-exception"],
+)
+def test_horovod_shut_down_is_a_rank_that_left_not_the_ranks_that_print_it(tmp_path: Path, framing) -> None:
+    text = "".join(framing(rank) + "\n" for rank in (1, 2, 3))
+    report = triage(tmp_path, {"horovod.log": text})
+    assert root_finding(report) == ("collective_mismatch", "triage.collective.horovod_shutdown"), describe(
+        report
+    )
+    assert report.root_cause is not None and report.root_cause.culprit_ranks == []
+    (finding,) = [f for f in report.findings if f.id == "triage.collective.horovod_shutdown"]
+    assert finding.no_command_reason and "broadcast" in finding.no_command_reason
+
+
+def test_horovod_shut_down_after_a_ranks_own_exception_names_that_rank(tmp_path: Path) -> None:
+    text = (
+        "[1,0]<stderr>:Traceback (most recent call last):\n"
+        "[1,0]<stderr>:ValueError: batch 812 has no labels\n"
+        + "".join(f"[1,{rank}]<stderr>:{_HOROVOD_SHUT_DOWN}\n" for rank in (1, 2, 3))
+    )
+    report = triage(tmp_path, {"horovod.log": text})
+    assert cause(report)[:2] == (Category.SOFTWARE, [0]), describe(report)

@@ -11,7 +11,7 @@ import pytest
 
 from hyperpod_nccl.models import Category
 from hyperpod_nccl.triage.prefixes import strip
-from tests.triage.test_families import cause, describe, nccl_warn, quotes, triage
+from tests.triage.test_families import cause, describe, nccl_warn, quotes, root_finding, triage
 
 # --- a write that found the disk or the quota full ---------------------------------------------
 
@@ -816,3 +816,70 @@ def test_the_peers_own_oom_kill_explains_its_vanished_queue_pair(tmp_path: Path)
     kill = "[Tue Mar  3 10:02:11 2026] Out of memory: Killed process 4242 (pt_main_thread) total-vm:9kB"
     report = triage(tmp_path, {"worker-1.log": line + "\n", "dmesg-worker-2.txt": kill + "\n"})
     assert cause(report)[0] == Category.HOST_OOM, describe(report)
+
+
+# --- NCCL's return trace at INFO level ---------------------------------------------------------------------
+
+
+def _trace(host: str, pid: int, dev: int, frames: list[str], code: int) -> str:
+    return "".join(f"{host}:{pid}:{pid + 300} [{dev}] NCCL INFO {frame} -> {code}\n" for frame in frames)
+
+
+@pytest.mark.parametrize(
+    ("frames", "code", "expected"),
+    [
+        (
+            ["misc/socket.cc:567", "misc/socket.cc:618", "bootstrap.cc:270", "init.cc:1350"],
+            2,
+            ("config", "triage.config.bootstrap_socket"),
+        ),
+        (["bootstrap.cc:96", "init.cc:1112"], 2, ("config", "triage.config.bootstrap_socket")),
+        (
+            ["transport/p2p.cc:201", "transport.cc:183", "init.cc:1160"],
+            1,
+            ("software", "triage.software.nccl_cuda_call"),
+        ),
+        (["init.cc:720", "init.cc:1405"], 5, ("config", "triage.config.nccl_invalid_usage")),
+        (["proxy.cc:1120", "transport/net.cc:650"], 6, ("unknown", "triage.unknown.failure")),
+    ],
+    ids=["socket-bootstrap", "bootstrap", "cuda", "invalid-usage", "remote"],
+)
+def test_nccls_return_trace_is_a_failure_named_by_its_deepest_call(
+    tmp_path: Path, frames: list[str], code: int, expected: tuple[str, str]
+) -> None:
+    text = "gpu-3:2330:2330 [2] NCCL INFO NCCL version 2.18.5+cuda12.2\n" + _trace(
+        "gpu-3", 2330, 2, frames, code
+    )
+    report = triage(tmp_path, {"node.log": text})
+    category, finding = root_finding(report)
+    assert (category, finding) == expected, describe(report)
+    assert quotes(report, f"NCCL INFO {frames[0]} -> {code}")
+
+
+def test_nccls_in_progress_code_and_ring_arrows_are_not_failures(tmp_path: Path) -> None:
+    text = (
+        "gpu-3:2330:2330 [2] NCCL INFO Channel 00/02 : 0 -> 1 -> 2 -> 3\n"
+        "gpu-3:2330:2330 [2] NCCL INFO Ring 00 : 3 -> 4 [send] via NET/IB/0\n"
+        + _trace("gpu-3", 2330, 2, ["init.cc:1533"], 7)
+    )
+    report = triage(tmp_path, {"node.log": text})
+    assert report.root_cause is None and not report.blocking, describe(report)
+
+
+# --- torchrun's error block, shortened in a paste --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["exitcode: -9", "Signal 9 (SIGKILL)"],
+        ["  exitcode  : -9 (pid: 4242)", "  traceback : Signal 9 (SIGKILL) received by PID 4242"],
+        ["Signal 9 (SIGKILL)"],
+    ],
+    ids=["shortened", "full", "signal-alone"],
+)
+def test_a_sigkilled_worker_in_any_shortening_of_the_error_block_is_host_memory(
+    tmp_path: Path, lines: list[str]
+) -> None:
+    report = triage(tmp_path, {"train.log": "step 10 loss 2.1\n" + "\n".join(lines) + "\n"})
+    assert root_finding(report) == ("host_oom", "triage.host.sigkill"), describe(report)

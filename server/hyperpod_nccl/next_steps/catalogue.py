@@ -1294,6 +1294,11 @@ _CODE = (
     "the fix is in the training code at the lines quoted; no command on a node or the scheduler shows more"
 )
 REASONS: dict[str, str] = {
+    "triage.collective.horovod_shutdown": (
+        "the cause is in the log of the rank that left or raised, which these lines do not name: read every "
+        "rank's log for the first exception, or for a loop that ended early (early stopping decided on one "
+        "rank is fixed by broadcasting the decision from rank 0)"
+    ),
     "triage.nccl.pg_detected_mismatch": _CODE,
     "triage.nccl.nccl_detected_mismatch": _CODE,
     "triage.nccl.collective_shape": _CODE,

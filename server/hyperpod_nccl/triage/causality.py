@@ -49,6 +49,7 @@ AFTERMATH = frozenset(
         "triage.network.ib_flushed",
         "triage.nccl.warn",
         "triage.consequence.worker_exit",
+        "triage.consequence.horovod_shutdown",
         "triage.consequence.nccl_error",
         "triage.consequence.task_failure",
         "triage.consequence.dataloader_exit",

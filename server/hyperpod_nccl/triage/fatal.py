@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hyperpod_nccl.models import Category, Priority, Status
 from hyperpod_nccl.triage.events import Event
@@ -35,6 +35,8 @@ JOB_WIDE_IDS = frozenset(
         "triage.infra.node_failure",
         "triage.infra.requeue",
         "triage.infra.cancelled",
+        # printed by every rank but the one that left
+        "triage.collective.horovod_shutdown",
     }
 )
 # Node-level events blame every rank of the node they name.
@@ -492,6 +494,16 @@ _SIMPLE: dict[str, Meaning] = {
         74,
         "debugging-guide.md § 10",
     ),
+    # Weighed below any exception: where the rank that raised is in the input, its exception is the cause.
+    "horovod_shutdown": _fail(
+        "triage.collective.horovod_shutdown",
+        "Horovod shut down while these ranks still called collectives: another rank left its training loop "
+        "early (early stopping or evaluation decided on one rank, uneven data) or raised an exception; the "
+        "ranks that print this only waited",
+        C.COLLECTIVE_MISMATCH,
+        30,
+        "debugging-guide.md § 2",
+    ),
     "horovod_stall": _fail(
         "triage.collective.horovod_stall",
         "Horovod's stall inspector: some ranks submitted tensors the others never did (different tensor "
@@ -766,6 +778,11 @@ _SLURM_OOM = _fail(
 _WORKER_EXIT = _consequence(
     "triage.consequence.worker_exit", "Processes exited after the failure", "debugging-guide.md § 1"
 )
+HOROVOD_SHUT_DOWN_AFTER = _consequence(
+    "triage.consequence.horovod_shutdown",
+    "Horovod shut down on the other ranks after the rank named first failed",
+    "debugging-guide.md § 2",
+)
 NCCL_RAISED = _consequence(
     "triage.consequence.nccl_error", "NCCL calls that returned an error", "debugging-guide.md § 3"
 )
@@ -812,9 +829,6 @@ _CONSEQUENCE_WORDS = re.compile(
     # gloo's transport, quoted in the exception its failure raised (`RuntimeError: [enforce fail at
     # …/gloo/transport/tcp/device.cc:84]`, `[…/gloo/transport/tcp/pair.cc:598] Connection closed`)
     r"|\bgloo/"
-    # Horovod on the ranks that survived another's exception: `Horovod has been shut down. This was
-    # caused by an exception on one of the ranks …`
-    r"|has been shut down"
 )
 
 
@@ -1501,6 +1515,43 @@ def _nccl_error(event: Event) -> Meaning:
     return NCCL_RAISED
 
 
+# ncclResult_t's values, as NCCL's return trace prints them.
+_NCCL_RESULT_CODES = {
+    "1": "unhandled cuda error",
+    "2": "unhandled system error",
+    "3": "internal error",
+    "4": "invalid argument",
+    "5": "invalid usage",
+}
+_REMOTE_ERROR = "6"
+_ECHO_WEIGHT = 20
+# A system error whose trace starts in NCCL's socket code on the way to its bootstrap: the out-of-band
+# TCP connections every rank makes at start, over the interface NCCL_SOCKET_IFNAME names.
+_BOOTSTRAP_SOCKET = _fail(
+    "triage.config.bootstrap_socket",
+    "NCCL's bootstrap failed in its socket code (a system error returned through bootstrap.cc): the "
+    "socket interface NCCL chose does not reach the other ranks (NCCL_SOCKET_IFNAME: an InfiniBand or "
+    "container interface, a name some hosts lack), or a firewall drops the traffic",
+    C.CONFIG,
+    44,
+    "multinode.md § 2",
+)
+
+
+def _nccl_return(event: Event) -> Meaning | None:
+    """The deepest line of NCCL's return trace: what the failed call returned, and where. Weighed
+    below every line that says why (a WARN before the trace), which it only echoes. A remote error
+    means nothing more than that the other end went away: the never-silent fallback names it."""
+    code, where = event.fields.get("code", ""), event.fields.get("where", "")
+    if code == _REMOTE_ERROR:
+        return None
+    if code == "2" and where.rsplit("/", 1)[-1] in ("socket.cc", "bootstrap.cc"):
+        meaning = _BOOTSTRAP_SOCKET
+    else:
+        meaning = _nccl_error(replace(event, fields={"what": _NCCL_RESULT_CODES[code]}))
+    return replace(meaning, weight=min(meaning.weight, _ECHO_WEIGHT))
+
+
 def cuda_oom_figures(event: Event) -> str:
     """`tried 6.37 GiB on GPU 0 (79.11 GiB total, 2.93 GiB free; this process 76.17 GiB)`."""
     f = event.fields
@@ -1526,6 +1577,7 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "exception": _exception,
     "nccl_error": _nccl_error,
     "nccl_failure": _nccl_error,
+    "nccl_return": _nccl_return,
     "dataloader_caught": _dataloader_caught,
     "nccl_aborted": lambda _: NCCL_RAISED,
     "ib_completion": _ib_completion,

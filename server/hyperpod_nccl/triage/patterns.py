@@ -179,6 +179,10 @@ COLLECTIVES = (
         r"(?:\[ready ranks: (?P<ready>\d{1,7}(?:, ?\d{1,7}){0,4096})\]|waiting for remainder of ranks for "
         r"more than (?P<seconds>\d+) seconds)",
     ),
+    # Horovod on the ranks still calling collectives after another rank raised or left its loop: `Horovod
+    # has been shut down. This was caused by an exception on one of the ranks or an attempt to
+    # allreduce, allgather or broadcast a tensor after one of the ranks finished execution.`
+    _p("horovod_shutdown", "Horovod has been shut down"),
     _p(
         "net_size_mismatch",
         "collective mismatch error",
@@ -388,9 +392,15 @@ PROCESS = (
         "worker_exit",
         "exitcode",
         r"failed \(exitcode: (?P<code>-?\d+)\) local_rank: (?P<local_rank>\d+)(?: \(pid: (?P<pid>\d+)\))?"
-        r"|exitcode\s*: (?P<block_code>-?\d+) \(pid: (?P<block_pid>\d+)",
+        r"|exitcode\s*: ?(?P<block_code>-?\d+)(?: \(pid: (?P<block_pid>\d+))?",
     ),
-    _p("worker_exit", "Signal ", r"Signal (?P<signal>\d+) \((?P<signal_name>\w+|<N/A>)\) received by PID"),
+    # The error block's `traceback : Signal 9 (SIGKILL) received by PID 4242`, or its first words alone
+    # where a paste was shortened.
+    _p(
+        "worker_exit",
+        "Signal ",
+        r"Signal (?P<signal>\d+) \((?P<signal_name>SIG\w+|<N/A>)\)(?: received by PID|\s*$)",
+    ),
     _p(
         "failure_field",
         ("(local_rank: ", "host      : ", "time      : "),
@@ -1165,6 +1175,14 @@ NCCL_RESULTS = (
         r"|invalid usage|invalid argument|unknown result code)\b"
         r"|.*?\bnccl(?:_error_|_?)(?P<name>unhandled_?cuda_?error"
         r"|system_?error|internal_?error|invalid_?argument|invalid_?usage)\b)",
+    ),
+    # NCCL's return trace at INFO level (`NCCL INFO misc/socket.cc:567 -> 2`, then one line per caller
+    # up to `init.cc:1350 -> 2`): the result code a failed call returned, 1 to 6 (7 is "in progress").
+    # A rank's first line is the deepest call.
+    _p(
+        "nccl_return",
+        (" -> 1", " -> 2", " -> 3", " -> 4", " -> 5", " -> 6"),
+        r"(?P<where>[\w./-]+\.(?:cc|cu|h|cpp)):\d+ -> (?P<code>[1-6])\s*$",
     ),
     # The example macros' line whatever its text, an empty one included (a library that calls
     # ncclGetErrorString on a code it did not get from NCCL prints `''`).

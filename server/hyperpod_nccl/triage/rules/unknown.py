@@ -55,6 +55,7 @@ _CONSEQUENCES: dict[str, tuple[str, str]] = {
     "take_down": ("the watchdog taking the process down", "debugging-guide.md § 1"),
     "nccl_aborted": ("an aborted NCCL communicator", "debugging-guide.md § 3"),
     "socket_closed": ("NCCL connections closed by a peer", "debugging-guide.md § 3"),
+    "nccl_return": ("NCCL's return trace of a failed call (`file.cc:N -> code`)", "debugging-guide.md § 3"),
     "worker_exit": (
         "a worker exit with an error code or signal",
         "debugging-guide.md § 1",
