@@ -115,3 +115,62 @@ def test_a_finite_loss_or_a_nan_elsewhere_is_no_failure(tmp_path: Path) -> None:
     text = "step 5 | loss: 2.31 | nan_count: 0\nskip_nan_inf_check=False, loss_scale: 65536\n"
     report = triage(tmp_path, {"train.log": text})
     assert report.root_cause is None and not report.blocking, describe(report)
+
+
+# --- set-up refusals in other wordings (held-out set 23) ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "W0725 09:33:34.093469 tensorflow/core/common_runtime/gpu/gpu_device.cc:1597] Unable to enable peer "
+        "access between device ordinals 0 and 9, status: Internal: failed to enable peer access from 0x7f to "
+        "0x7e: CUDA_ERROR_TOO_MANY_PEERS: peer mapping resources exhausted",
+        "RuntimeError: CUDA error: peer mapping resources exhausted",
+        "cudaDeviceEnablePeerAccess failed: cudaErrorTooManyPeers",
+    ],
+    ids=["tensorflow", "torch", "runtime-name"],
+)
+def test_more_peers_than_cuda_allows_is_a_process_driving_too_many_gpus(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"train.log": text + "\n"})
+    assert root_finding(report) == ("config", "triage.config.too_many_peers"), describe(report)
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7" in commands_of(report, "triage.config.too_many_peers")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RuntimeError: use_libuv was requested but PyTorch was build without libuv support",
+        "[W socket.cpp:697] torch.distributed.DistStoreError: use_libuv was requested but PyTorch was built "
+        "without libuv support, run with USE_LIBUV=0 to disable it.",
+    ],
+    ids=["2.4", "later-wording"],
+)
+def test_a_store_asked_for_libuv_on_a_build_without_it_is_the_build(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"torchrun.log": text + "\n"})
+    assert root_finding(report) == ("software", "triage.software.libuv_missing"), describe(report)
+    assert "USE_LIBUV=0" in commands_of(report, "triage.software.libuv_missing")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "  what():  [/opt/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:724] connect [127.0.1.1]:3210: "
+        "Connection refused",
+        "node-2:812:840 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 127.0.1.1<41239> "
+        "failed : Connection refused",
+        "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+        "[127.0.1.1]:13421",
+    ],
+    ids=["gloo-refused", "nccl-bootstrap", "gloo-closed"],
+)
+def test_a_peer_at_the_hostnames_loopback_alias_is_the_hosts_file(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"node-2.log": text + "\n"})
+    assert root_finding(report) == ("config", "triage.config.loopback_peer"), describe(report)
+    assert "hostname -i" in commands_of(report, "triage.config.loopback_peer")
+
+
+def test_a_healthy_line_naming_the_loopback_alias_is_not_a_failure(tmp_path: Path) -> None:
+    text = "node-2:812:812 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\nhosts: 127.0.1.1 node-2 (ok)\n"
+    report = triage(tmp_path, {"node-2.log": text})
+    assert not any(f.id == "triage.config.loopback_peer" for f in report.findings), describe(report)

@@ -953,6 +953,21 @@ def _gpus_on_node(facts: Facts) -> SuggestedCommand:
     )
 
 
+def _libuv_missing(facts: Facts) -> list[SuggestedCommand]:
+    return [export("USE_LIBUV=0", why="the launcher's store without libuv, which this PyTorch build lacks")]
+
+
+def _too_many_peers(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        _gpus_on_node(facts),
+        export(
+            "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
+            why="at most 8 GPUs for a process that enables peer access between all of them (or launch one "
+            "process per GPU, which needs no such limit)",
+        ),
+    ]
+
+
 def _invalid_device(facts: Facts) -> list[SuggestedCommand]:
     return [_gpus_on_node(facts), *_cuda(facts)[1:]]
 
@@ -1061,6 +1076,22 @@ def _gloo_interface(facts: Facts) -> list[SuggestedCommand]:
         export(
             joined("GLOO_SOCKET_IFNAME=", placeholder("interface")),
             why="one interface name for gloo, the same on every node or pod (never NCCL's ^ exclusion list)",
+        ),
+    ]
+
+
+def _loopback_peer(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "hostname -i",
+            "the addresses the node's hostname resolves to: 127.0.1.1 is the loopback alias",
+        ),
+        _interfaces_here(facts),
+        export(
+            joined("GLOO_SOCKET_IFNAME=", placeholder("interface")),
+            joined("NCCL_SOCKET_IFNAME=", placeholder("interface")),
+            why="the interface the nodes share, for gloo and NCCL alike, instead of the hostname's address",
         ),
     ]
 
@@ -1258,6 +1289,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.library_files": _open_files_limit,
     "triage.config.open_files": _open_files_limit,
     "triage.config.gloo_interface": _gloo_interface,
+    "triage.config.loopback_peer": _loopback_peer,
     "triage.config.mpi_tcp_interface": _mpi_tcp_interface,
     "triage.software.container_toolkit": _container_toolkit,
     "triage.software.image_needs_newer_driver": _container_toolkit,
@@ -1285,6 +1317,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.comm_overlap": _comm_overlap,
     "triage.software.illegal_instruction": _illegal_instruction,
     "triage.collective.horovod_stall": _horovod_stall,
+    "triage.config.too_many_peers": _too_many_peers,
+    "triage.software.libuv_missing": _libuv_missing,
     "triage.unknown.failure": _unknown,
 }
 

@@ -495,6 +495,14 @@ _SIMPLE: dict[str, Meaning] = {
         "debugging-guide.md § 10",
     ),
     # Weighed below any exception: where the rank that raised is in the input, its exception is the cause.
+    "libuv_missing": _fail(
+        "triage.software.libuv_missing",
+        "This PyTorch build has no libuv, yet its store was asked for one (torchrun's default from 2.4; "
+        "Windows wheels lack it): set USE_LIBUV=0 for the launcher, or run under WSL or Linux",
+        C.SOFTWARE,
+        82,
+        "debugging-guide.md § 10",
+    ),
     "horovod_shutdown": _fail(
         "triage.collective.horovod_shutdown",
         "Horovod shut down while these ranks still called collectives: another rank left its training loop "
@@ -551,6 +559,15 @@ _SIMPLE: dict[str, Meaning] = {
         C.UNKNOWN,
         42,
         "debugging-guide.md § 1",
+    ),
+    "loopback_peer": _fail(
+        "triage.config.loopback_peer",
+        "A connection to 127.0.1.1 failed: a node's hostname resolves to the loopback alias in /etc/hosts, "
+        "so it advertised an address no other node can reach (name the interface for gloo and NCCL, or "
+        "map the hostname to the routable address)",
+        C.CONFIG,
+        78,
+        "multinode.md § 2",
     ),
     "gloo_no_address": _fail(
         "triage.config.gloo_interface",
@@ -966,6 +983,7 @@ _MISMATCHED_BUILDS = (
 
 # cudaErrorPeerAccessUnsupported (217) in any of CUDA's framings: the GPUs cannot reach each other's memory.
 _PEER_ACCESS = ("peer access is not supported", "PeerAccessUnsupported", "PEER_ACCESS_UNSUPPORTED")
+_TOO_MANY_PEERS = ("TOO_MANY_PEERS", "TooManyPeers", "peer mapping resources exhausted")
 
 
 def _coordination(event: Event) -> Meaning | None:
@@ -1159,6 +1177,16 @@ _CUSTOM_ALL_REDUCE = ("custom_all_reduce", "CustomAllreduce", "custom_ar", "cust
 
 
 def _peer_access(event: Event) -> Meaning:
+    if any(words in event.text for words in _TOO_MANY_PEERS):
+        return _fail(
+            "triage.config.too_many_peers",
+            "One process enabled peer access to more GPUs than CUDA allows (8 peers per GPU): a process "
+            "driving more than 8 GPUs (TensorFlow's MirroredStrategy, a single-process DataParallel); run "
+            "one process per GPU, or at most 8 GPUs per process",
+            C.CONFIG,
+            76,
+            "debugging-guide.md § 19",
+        )
     if any(name in event.text for name in _CUSTOM_ALL_REDUCE):
         return _fail(
             "triage.software.custom_all_reduce_p2p",
@@ -1173,7 +1201,7 @@ def _peer_access(event: Event) -> Meaning:
 
 def _cuda_error(event: Event) -> Meaning:
     what = event.fields.get("what", "")
-    if any(text in what for text in _PEER_ACCESS):
+    if any(text in what for text in _PEER_ACCESS + _TOO_MANY_PEERS):
         return _peer_access(event)
     if any(text in what for text in _MISMATCHED_BUILDS):
         return _fail(

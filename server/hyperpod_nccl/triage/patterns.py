@@ -310,7 +310,15 @@ GPU = (
     ),
     _p(
         "p2p_unsupported",
-        ("via P2P or IB", "peer access is not supported", "P2P is not supported"),
+        (
+            "via P2P or IB",
+            "peer access is not supported",
+            "P2P is not supported",
+            # CUDA's limit of peers per GPU (cudaErrorTooManyPeers, 711) in its API's and runtime's words
+            "TOO_MANY_PEERS",
+            "TooManyPeers",
+            "peer mapping resources exhausted",
+        ),
     ),
     # The IOMMU refusing a device's DMA, in the kernel's words: Intel VT-d (`DMAR: [DMA Write]
     # Request device [02:00.0] fault addr … [fault reason 05] PTE Write access is not set`, newer
@@ -443,6 +451,10 @@ PROCESS = (
 )
 
 CONFIG = (
+    # A PyTorch built without libuv whose store was asked for it (`use_libuv was requested but PyTorch
+    # was build without libuv support`, raised as the store's DistStoreError): torchrun's default from
+    # 2.4, on Windows wheels without libuv.
+    _p("libuv_missing", ("without libuv support",)),
     # NCCL's refusal to put two ranks of one communicator on one GPU, however it is framed (a bare
     # WARN text, PyTorch's exception, a title).
     _p(
@@ -791,6 +803,15 @@ TRANSPORT = (
         "gloo_timeout",
         ("for recv operation to complete", "for send operation to complete"),
         r"Timed out waiting (?P<ms>\d{1,12})ms for (?P<op>recv|send) operation",
+    ),
+    # A connection to 127.0.1.1 that failed (gloo's `connect [127.0.1.1]:3210: Connection refused`,
+    # NCCL's bootstrap): the loopback alias Debian and Ubuntu map the hostname to in /etc/hosts, which a
+    # peer advertised as its address and no other node can reach.
+    _p(
+        "loopback_peer",
+        "127.0.1.1",
+        r"(?i)127\.0\.1\.1\b.*?(?:refused|timed? ?out|unreachable|failed|reset|error)"
+        r"|(?:refused|timed? ?out|unreachable|failed|reset|error).*?127\.0\.1\.1\b",
     ),
     _p(
         "gloo_no_address",
