@@ -138,14 +138,18 @@ _HOROVOD_SHUT_DOWN = (
     ids=["mpirun-bare", "tensorflow-exception", "torch-exception"],
 )
 def test_horovod_shut_down_is_a_rank_that_left_not_the_ranks_that_print_it(tmp_path: Path, framing) -> None:
-    text = "".join(framing(rank) + "\n" for rank in (1, 2, 3))
+    left = "[1,0]<stdout>:INFO:tensorflow:Early stopping conditions are met. Exiting.\n"
+    text = left + "".join(framing(rank) + "\n" for rank in (1, 2, 3))
     report = triage(tmp_path, {"horovod.log": text})
-    assert root_finding(report) == ("collective_mismatch", "triage.collective.horovod_shutdown"), describe(
-        report
-    )
+    expected = ("collective_mismatch", "triage.collective.horovod_shutdown")
+    assert root_finding(report) == expected, describe(report)
     assert report.root_cause is not None and report.root_cause.culprit_ranks == []
     (finding,) = [f for f in report.findings if f.id == "triage.collective.horovod_shutdown"]
     assert finding.no_command_reason and "broadcast" in finding.no_command_reason
+    # without the rank that left, its log may hold an exception: not established
+    report = triage(tmp_path, {"horovod.log": text.replace(left, "")})
+    assert root_finding(report) == ("unknown", "triage.collective.horovod_shutdown"), describe(report)
+    assert report.root_cause is not None and "ranks 0 left no line" in report.root_cause.summary
 
 
 def test_horovod_shut_down_after_a_ranks_own_exception_names_that_rank(tmp_path: Path) -> None:

@@ -133,11 +133,14 @@ class Incident:
     def ranks_seen(self) -> set[int]:
         """Ranks that left at least one line (or whose host some line names)."""
         from_sources = {rank for source in self.sources for rank in source.ranks}
+        # a rank whose prefixed lines were read though none of them was an event
+        from_prefixes = {rank for scan in self.scans if not scan.storage for rank in scan.ranks}
         return (
             set(self.index.by_rank)
             | set(self.topology.rank_node)
             | self.reading.unattributed_ranks
             | from_sources
+            | from_prefixes
         )
 
     @cached_property

@@ -7,18 +7,13 @@ from collections.abc import Iterable
 
 from hyperpod_nccl.models import Category, Finding, Status
 from hyperpod_nccl.triage.events import Event
-from hyperpod_nccl.triage.fatal import (
-    HOROVOD_SHUT_DOWN_AFTER,
-    NCCL_RAISED,
-    Meaning,
-    cuda_oom_figures,
-    exit_code,
-)
+from hyperpod_nccl.triage.fatal import HOROVOD_SHUT_DOWN_AFTER, NCCL_RAISED, Meaning, cuda_oom_figures
 from hyperpod_nccl.triage.findings import decisive, event_ranks, listed, quoted, scope
 from hyperpod_nccl.triage.model import Group, Incident
 from hyperpod_nccl.triage.root_cause import Candidate
 from hyperpod_nccl.triage.rules.fabric import never_worked
 from hyperpod_nccl.triage.rules.frames import CRASH_IDS, faulting_frame, library_name
+from hyperpod_nccl.triage.rules.horovod import SHUTDOWN_ID, first_failure_named, rank_not_in_input
 from hyperpod_nccl.triage.rules.origin import ORIGIN_REFINERS, Refiner
 from hyperpod_nccl.triage.rules.outcome import Outcome
 from hyperpod_nccl.triage.rules.peer_address import named_interface
@@ -29,13 +24,10 @@ _KILL_IDS = frozenset({"triage.host.sigkill"})
 # quoted instead).
 _GUESSES_WITHOUT_WARN = frozenset({"triage.config.nccl_system_call"})
 _NCCL_WARN_ID = "triage.nccl.warn"
-# Horovod's shutdown guesses a rank that left its loop; a launcher naming the first process to fail,
-# with an error exit, says that rank failed instead, and the shutdown followed it.
-_HOROVOD_SHUTDOWN_ID = "triage.collective.horovod_shutdown"
 # After a candidate is proposed: who began the failure (origin.py), whether a fabric error means a
-# fabric that never worked (fabric.py), and which cause an unreadable peer address has
-# (peer_address.py).
-REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked, named_interface)
+# fabric that never worked (fabric.py), which cause an unreadable peer address has (peer_address.py),
+# and whether the rank Horovod lost is in the input (horovod.py).
+REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked, named_interface, rank_not_in_input)
 
 
 def catalogue(incident: Incident) -> Outcome:
@@ -53,18 +45,10 @@ def _without_withdrawn_guess(group: Group, incident: Incident) -> Group:
     named_call = _NCCL_WARN_ID in incident.groups or incident.index.kind("ib_setup")
     if group.meaning.id in _GUESSES_WITHOUT_WARN and named_call:
         return Group(NCCL_RAISED, group.events)
-    if group.meaning.id == _HOROVOD_SHUTDOWN_ID and _first_failure_named(incident):
+    if group.meaning.id == SHUTDOWN_ID and first_failure_named(incident):
+        # the shutdown followed the failure of the rank the launcher named
         return Group(HOROVOD_SHUT_DOWN_AFTER, group.events)
     return group
-
-
-def _first_failure_named(incident: Incident) -> bool:
-    """mpirun's `The first process to do so was: Process name: [[…],N]` or torchrun's Root Cause
-    block: a rank that exited with an error before the others."""
-    return any(
-        (e.fields.get("first_failure") or "mpi_rank" in e.fields) and (exit_code(e) or "nonzero" in e.fields)
-        for e in incident.index.kind("worker_exit")
-    )
 
 
 def catalogue_finding(group: Group, incident: Incident) -> Finding:
