@@ -158,8 +158,11 @@ def _finding_lines(finding: Finding, color: bool) -> list[str]:
 def _job_lines(job: JobSummary) -> list[str]:
     shape = [
         f"framework {job.framework or 'unknown'}",
-        f"world size {job.world_size if job.world_size is not None else '?'}"
-        + (" (the highest rank seen, no line states it)" if job.world_size_stated is False else ""),
+        (
+            f"world size at least {job.world_size} (the highest rank seen, no line states it)"
+            if job.world_size_stated is False
+            else f"world size {job.world_size if job.world_size is not None else '?'}"
+        ),
         f"{job.nodes} nodes",
     ]
     if job.ranks_per_node:

@@ -211,6 +211,23 @@ def test_a_tracebacks_frames_alone_are_a_visible_failure(tmp_path: Path) -> None
     assert failure.status == Status.FAIL and "frames of a Python traceback" in failure.title
 
 
+def test_a_traceback_cut_before_its_exception_quotes_its_deepest_frame(tmp_path: Path) -> None:
+    frames = [
+        ("train.py", 28, "<module>"),
+        ("workflow.py", 90, "run_sft"),
+        ("trainer.py", 2515, "_inner_training_loop"),
+    ]
+    text = "Traceback (most recent call last):\n" + "".join(
+        f'  File "/app/{name}", line {line}, in {function}\n    call()\n' for name, line, function in frames
+    )
+    report = triage(tmp_path, {"train.log": text})
+    failure = _finding(report, "triage.unknown.failure")
+    quoted = [e.text for e in failure.evidence]
+    assert any("_inner_training_loop" in line for line in quoted), quoted
+    assert not any("<module>" in line for line in quoted), quoted
+    assert report.job is not None and report.job.time_zone == "no times in the input"
+
+
 def test_a_crash_names_the_library_its_backtrace_faulted_in_past_the_signal_handler(tmp_path: Path) -> None:
     text = (
         "[gpu3:12345] *** Process received signal ***\n"

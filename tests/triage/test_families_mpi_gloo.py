@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hyperpod_nccl.models import Category
+from hyperpod_nccl.render import render_text
 from tests.triage.test_families import cause, commands_of, describe, root_finding, triage
 
 
@@ -150,6 +151,7 @@ def test_horovod_shut_down_is_a_rank_that_left_not_the_ranks_that_print_it(tmp_p
     report = triage(tmp_path, {"horovod.log": text.replace(left, "")})
     assert root_finding(report) == ("unknown", "triage.collective.horovod_shutdown"), describe(report)
     assert report.root_cause is not None and "ranks 0 left no line" in report.root_cause.summary
+    assert "world size at least 4 (the highest rank seen" in render_text(report)
 
 
 def test_horovod_shut_down_after_a_ranks_own_exception_names_that_rank(tmp_path: Path) -> None:

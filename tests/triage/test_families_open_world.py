@@ -856,6 +856,20 @@ def test_nccls_return_trace_is_a_failure_named_by_its_deepest_call(
     assert quotes(report, f"NCCL INFO {frames[0]} -> {code}")
 
 
+def test_a_bootstrap_that_failed_in_nccls_socket_code_names_the_interface_it_went_over(
+    tmp_path: Path,
+) -> None:
+    text = "gpu-3:2330:2330 [2] NCCL INFO Bootstrap : Using ibp75s0:192.168.0.103<0>\n" + _trace(
+        "gpu-3", 2330, 2, ["misc/socket.cc:567", "bootstrap.cc:270"], 2
+    )
+    report = triage(tmp_path, {"node.log": text})
+    assert report.root_cause is not None and "ibp75s0 192.168.0.103" in report.root_cause.summary
+    (finding,) = [f for f in report.findings if f.id == "triage.config.bootstrap_socket"]
+    commands = [c.command for c in finding.suggested_commands]
+    assert commands == ["ip -br addr", "export 'NCCL_SOCKET_IFNAME=<interface>'"], commands
+    assert "192.168.0.103" in finding.suggested_commands[1].why
+
+
 def test_nccls_in_progress_code_and_ring_arrows_are_not_failures(tmp_path: Path) -> None:
     text = (
         "gpu-3:2330:2330 [2] NCCL INFO Channel 00/02 : 0 -> 1 -> 2 -> 3\n"

@@ -1080,6 +1080,17 @@ def _gloo_interface(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _bootstrap_socket(facts: Facts) -> list[SuggestedCommand]:
+    chosen = f" (NCCL bootstrapped from {', '.join(facts.addresses)} here)" if facts.addresses else ""
+    return [
+        _interfaces_here(facts),
+        export(
+            joined("NCCL_SOCKET_IFNAME=", placeholder("interface")),
+            why=f"name the interface the nodes reach each other on, the same on every node{chosen}",
+        ),
+    ]
+
+
 def _loopback_peer(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(
@@ -1290,6 +1301,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.open_files": _open_files_limit,
     "triage.config.gloo_interface": _gloo_interface,
     "triage.config.loopback_peer": _loopback_peer,
+    "triage.config.bootstrap_socket": _bootstrap_socket,
     "triage.config.mpi_tcp_interface": _mpi_tcp_interface,
     "triage.software.container_toolkit": _container_toolkit,
     "triage.software.image_needs_newer_driver": _container_toolkit,

@@ -38,7 +38,9 @@ from hyperpod_nccl.triage.run_facts import RUN_FACTS
 MAX_EVENTS_PER_FILE = 40_000
 MAX_TEXT_CHARS = 600  # evidence quotes the line, not a 64 KiB blob
 _MAX_PROBLEMS_PER_FILE = 5
-_KEEP_LATEST = frozenset({"work_update", "progress"})
+# Kinds whose latest line is kept: a bar's or a work item's last state; a traceback's deepest frame
+# (where a paste cut short before the exception stopped).
+_KEEP_LATEST = frozenset({"work_update", "progress", "traceback_frame"})
 # Kinds whose second line is kept too (marked AGAIN): a process announcing a rank another already took.
 _KEEP_SECOND = frozenset({"ddp_member"})
 # Lines from a traceback frame to the exception it raised: a few frames, a pasted echo of them.

@@ -45,6 +45,7 @@ class Clock:
         self.year = years.most_common(1)[0][0] if years else None
         self.yearless_seen = False
         self.utc = utc > 0 and zoneless == 0  # every dated line said UTC
+        self.stamped = utc + zoneless > 0
 
     def at(self, stamp: str | None) -> datetime | None:
         if not stamp:
@@ -62,6 +63,8 @@ class Clock:
 
     @property
     def zone(self) -> str:
+        if not self.stamped:
+            return "no times in the input"
         return "UTC" if self.utc else "local, zone unknown"
 
     def iso(self, moment: datetime | None) -> str | None:

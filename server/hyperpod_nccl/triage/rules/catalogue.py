@@ -16,7 +16,7 @@ from hyperpod_nccl.triage.rules.frames import CRASH_IDS, faulting_frame, library
 from hyperpod_nccl.triage.rules.horovod import SHUTDOWN_ID, first_failure_named, rank_not_in_input
 from hyperpod_nccl.triage.rules.origin import ORIGIN_REFINERS, Refiner
 from hyperpod_nccl.triage.rules.outcome import Outcome
-from hyperpod_nccl.triage.rules.peer_address import named_interface
+from hyperpod_nccl.triage.rules.peer_address import bootstrap_interface, named_interface
 
 _KILL_IDS = frozenset({"triage.host.sigkill"})
 # Guesses from an NCCL result code alone: an NCCL WARN line (or a failed verbs call) names the call
@@ -25,9 +25,16 @@ _KILL_IDS = frozenset({"triage.host.sigkill"})
 _GUESSES_WITHOUT_WARN = frozenset({"triage.config.nccl_system_call"})
 _NCCL_WARN_ID = "triage.nccl.warn"
 # After a candidate is proposed: who began the failure (origin.py), whether a fabric error means a
-# fabric that never worked (fabric.py), which cause an unreadable peer address has (peer_address.py),
-# and whether the rank Horovod lost is in the input (horovod.py).
-REFINERS: tuple[Refiner, ...] = (*ORIGIN_REFINERS, never_worked, named_interface, rank_not_in_input)
+# fabric that never worked (fabric.py), which cause an unreadable peer address has and which
+# interface a failed bootstrap went over (peer_address.py), and whether the rank Horovod lost is in
+# the input (horovod.py).
+REFINERS: tuple[Refiner, ...] = (
+    *ORIGIN_REFINERS,
+    never_worked,
+    named_interface,
+    bootstrap_interface,
+    rank_not_in_input,
+)
 
 
 def catalogue(incident: Incident) -> Outcome:

@@ -1,4 +1,7 @@
-"""An unreadable peer address: which of its two causes the logs point at.
+"""Peer and bootstrap addresses: which cause an unreadable one has, and which interface a failed
+bootstrap went over.
+
+An unreadable peer address: which of its two causes the logs point at.
 
 `ncclSocketInit: connecting to address with family N is neither AF_INET nor AF_INET6` says a rank
 was handed an address that is no address. Either the job named an interface for NCCL's sockets
@@ -14,6 +17,7 @@ from hyperpod_nccl.triage.model import Group, Incident
 from hyperpod_nccl.triage.root_cause import Candidate
 
 _PEER_ADDRESS = "triage.software.peer_address_layout"
+_BOOTSTRAP_SOCKET = "triage.config.bootstrap_socket"
 
 
 def named_interface(candidate: Candidate, group: Group, incident: Incident) -> None:
@@ -28,3 +32,19 @@ def named_interface(candidate: Candidate, group: Group, incident: Incident) -> N
         "that interface is missing on a host (or the ranks load different NCCL builds)"
     )
     candidate.confidence = "medium"
+
+
+def bootstrap_interface(candidate: Candidate, group: Group, incident: Incident) -> None:
+    """A bootstrap that failed in NCCL's socket code: the interface NCCL chose, where a line says."""
+    if group.meaning.id != _BOOTSTRAP_SOCKET:
+        return
+    nodes = set(candidate.nodes)
+    chosen = sorted(
+        {
+            f"{e.fields['iface']} {e.fields['addr']}"
+            for e in incident.index.kind("net_addr")
+            if "iface" in e.fields and (not nodes or e.node in nodes)
+        }
+    )
+    if chosen:
+        candidate.title = f"{group.meaning.title}; NCCL bootstrapped over {', '.join(chosen[:3])}"
