@@ -174,3 +174,81 @@ def test_a_healthy_line_naming_the_loopback_alias_is_not_a_failure(tmp_path: Pat
     text = "node-2:812:812 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\nhosts: 127.0.1.1 node-2 (ok)\n"
     report = triage(tmp_path, {"node-2.log": text})
     assert not any(f.id == "triage.config.loopback_peer" for f in report.findings), describe(report)
+
+
+# --- launch and build failures in other wordings (held-out set 24) --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["srun: StepId=88123.0 aborted before step completely launched."],
+        ["srun: error: task 0 launch failed: Unspecified error"],
+        ["srun: error: tasks 0-7 launch failed: Error configuring interconnect"],
+    ],
+    ids=["aborted", "task-failed", "tasks-failed"],
+)
+def test_a_step_srun_could_not_launch_is_the_steps_plugins(tmp_path: Path, lines: list[str]) -> None:
+    report = triage(tmp_path, {"slurm-88123.out": "\n".join(lines) + "\n"})
+    assert root_finding(report) == ("config", "triage.config.slurm_step_launch"), describe(report)
+    assert "srun --mpi=list" in commands_of(report, "triage.config.slurm_step_launch")
+
+
+def test_a_held_job_after_a_node_launch_failure_stays_the_nodes(tmp_path: Path) -> None:
+    report = triage(
+        tmp_path,
+        {
+            "squeue.txt": "JobState=PENDING Reason=launch_failed_requeued_held\n"
+            "Reason: launch failed requeued held\n"
+        },
+    )
+    assert not any(f.id == "triage.config.slurm_step_launch" for f in report.findings), describe(report)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Failed to list *v1.Pod: Get https://10.43.0.1:443/api/v1/namespaces/train/pods?limit=500: dial tcp "
+        "10.43.0.1:443: connect: connection refused",
+        'E1127 10:00:00.000 reflector.go:138] Get "https://kubernetes.default.svc/api/v1/namespaces/train/'
+        'pods": dial tcp 172.20.0.1:443: i/o timeout',
+    ],
+    ids=["refused", "timeout"],
+)
+def test_a_pod_that_cannot_reach_the_api_server_is_the_pods_network(tmp_path: Path, text: str) -> None:
+    report = triage(tmp_path, {"launcher.log": text + "\n"})
+    assert root_finding(report) == ("config", "triage.config.k8s_api_unreachable"), describe(report)
+    assert "--show-labels" in commands_of(report, "triage.config.k8s_api_unreachable")
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [
+            "nvcc fatal   : Value 'c++17' is not defined for option 'std'",
+            "ninja: build stopped: subcommand failed.",
+        ],
+        ["RuntimeError: Error building extension 'fused_adam'"],
+        ["[rank1]: RuntimeError: Error building extension 'cpu_adam'"],
+    ],
+    ids=["nvcc", "torch", "rank"],
+)
+def test_an_extension_that_did_not_build_is_the_toolchain(tmp_path: Path, lines: list[str]) -> None:
+    report = triage(tmp_path, {"train.log": "\n".join(lines) + "\n"})
+    assert root_finding(report) == ("software", "triage.software.extension_build"), describe(report)
+    assert "nvcc --version" in commands_of(report, "triage.software.extension_build")
+
+
+def test_nccls_shared_memory_transport_asking_for_peer_access_is_its_cumem_host_memory(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "[2025-09-09 23:51:24] node-1:774:854 [0] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer "
+        "access is not supported between these two devices'\n"
+    )
+    report = triage(tmp_path, {"node-1.log": text})
+    assert root_finding(report) == ("software", "triage.software.nccl_shm_peer_access"), describe(report)
+    assert "NCCL_CUMEM_HOST_ENABLE=0" in commands_of(report, "triage.software.nccl_shm_peer_access")
+    # the same refusal from NCCL's P2P transport is the GPUs' own
+    other = triage(tmp_path, {"node-1.log": text.replace("transport/shm.cc:590", "transport/p2p.cc:275")})
+    assert root_finding(other)[1] == "triage.config.p2p_unsupported", describe(other)

@@ -1080,6 +1080,58 @@ def _gloo_interface(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _slurm_step_launch(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "srun --mpi=list",
+            why="the MPI plugin types this cluster's Slurm offers: the step's --mpi must be one of them, and "
+            "work inside the container (pmi2 where pmix fails)",
+        )
+    ]
+
+
+def _k8s_api_unreachable(facts: Facts) -> list[SuggestedCommand]:
+    namespace = facts.pods[0][0] if facts.pods else None
+    return [
+        suggest(
+            "kubectl get namespace",
+            value(Namespace, namespace),
+            "--show-labels",
+            why="istio-injection=enabled (or a revision label) means every pod gets a sidecar that holds its "
+            "traffic until the proxy starts, init containers included",
+            permission="namespaces: get",
+        ),
+        suggest(
+            "kubectl get networkpolicy -n",
+            value(Namespace, namespace),
+            why="policies that may keep the pod from the API server's address",
+            permission="networkpolicies: list",
+        ),
+    ]
+
+
+def _extension_build(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "nvcc --version", "the CUDA toolkit that compiles the extension"),
+        on_node_check(
+            facts,
+            "python -c 'import torch; print(torch.__version__, torch.version.cuda)'",
+            "the PyTorch build and the CUDA it was built with: the toolkit must fit it (run it in the job's "
+            "environment)",
+        ),
+    ]
+
+
+def _nccl_shm_peer_access(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *_versions(facts),
+        export(
+            "NCCL_CUMEM_HOST_ENABLE=0",
+            why="NCCL's shared-memory buffers in plain host memory, as before 2.27: no peer access needed",
+        ),
+    ]
+
+
 def _bootstrap_socket(facts: Facts) -> list[SuggestedCommand]:
     chosen = f" (NCCL bootstrapped from {', '.join(facts.addresses)} here)" if facts.addresses else ""
     return [
@@ -1302,6 +1354,10 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.gloo_interface": _gloo_interface,
     "triage.config.loopback_peer": _loopback_peer,
     "triage.config.bootstrap_socket": _bootstrap_socket,
+    "triage.config.slurm_step_launch": _slurm_step_launch,
+    "triage.config.k8s_api_unreachable": _k8s_api_unreachable,
+    "triage.software.extension_build": _extension_build,
+    "triage.software.nccl_shm_peer_access": _nccl_shm_peer_access,
     "triage.config.mpi_tcp_interface": _mpi_tcp_interface,
     "triage.software.container_toolkit": _container_toolkit,
     "triage.software.image_needs_newer_driver": _container_toolkit,

@@ -495,6 +495,32 @@ _SIMPLE: dict[str, Meaning] = {
         "debugging-guide.md § 10",
     ),
     # Weighed below any exception: where the rank that raised is in the input, its exception is the cause.
+    "slurm_step_launch": _fail(
+        "triage.config.slurm_step_launch",
+        "srun could not launch the step's tasks: the MPI plugin the step asked for (--mpi=pmix, pmi2) or a "
+        "container plugin (pyxis, enroot) failed on the node; the allocation itself was granted",
+        C.CONFIG,
+        70,
+        "debugging-guide.md § 16",
+    ),
+    "k8s_api_unreachable": _fail(
+        "triage.config.k8s_api_unreachable",
+        "A pod could not reach the Kubernetes API server: a service-mesh proxy not yet running (Istio holds "
+        "a pod's traffic until its sidecar starts, after the init containers), a NetworkPolicy, or the API "
+        "server itself",
+        C.CONFIG,
+        66,
+        "debugging-guide.md § 9",
+    ),
+    "extension_build": _fail(
+        "triage.software.extension_build",
+        "A C++/CUDA extension built on the fly (DeepSpeed's ops, apex, a cpp_extension load) did not "
+        "compile: the toolchain (nvcc, gcc) does not fit the PyTorch build (an older CUDA toolkit, a C++ "
+        "standard it lacks) or headers are missing; the compiler's first error names which",
+        C.SOFTWARE,
+        72,
+        "debugging-guide.md § 10",
+    ),
     "libuv_missing": _fail(
         "triage.software.libuv_missing",
         "This PyTorch build has no libuv, yet its store was asked for one (torchrun's default from 2.4; "
@@ -1177,6 +1203,16 @@ _CUSTOM_ALL_REDUCE = ("custom_all_reduce", "CustomAllreduce", "custom_ar", "cust
 
 
 def _peer_access(event: Event) -> Meaning:
+    if "shm.cc" in event.text:
+        return _fail(
+            "triage.software.nccl_shm_peer_access",
+            "NCCL's shared-memory transport asked for GPU peer access these GPUs lack (NCCL 2.27's cuMem "
+            "host memory on GPUs without P2P, such as L4 or T4): NCCL_CUMEM_HOST_ENABLE=0, or an NCCL "
+            "release with the fix",
+            C.SOFTWARE,
+            78,
+            "debugging-guide.md § 19",
+        )
     if any(words in event.text for words in _TOO_MANY_PEERS):
         return _fail(
             "triage.config.too_many_peers",

@@ -683,6 +683,13 @@ CONFIG = (
         ("doesn't have NCCL", "ProcessGroupNCCL is only supported with GPUs"),
         r"^(?:.*?(?P<no_gpu>no GPUs found))?",
     ),
+    # A C++/CUDA extension compiled on the fly that did not build (DeepSpeed's ops, apex, a
+    # torch.utils.cpp_extension load): ninja's and nvcc's last words, and PyTorch's.
+    _p(
+        "extension_build",
+        ("ninja: build stopped", "Error building extension", "nvcc fatal"),
+        r"(?:Error building extension '(?P<name>[\w.-]+)'|ninja: build stopped|nvcc fatal\s*:\s*(?P<why>.*))",
+    ),
     # A compiled extension without the constructor or signature this Python code calls (pybind11's
     # `No constructor defined!`, `__init__(): incompatible constructor arguments`): a package built
     # for another torch than the one it runs with.
@@ -946,6 +953,23 @@ SCHEDULER = (
         ),
         r"(?:execve\(\): \S*/slurm_script: |[Cc]redential|rolog failed|could not execve|launch failed)"
         r"(?:.*?failed on node (?P<host>[\w.-]+))?",
+    ),
+    # srun could not start the step's tasks (`srun: StepId=123.0 aborted before step completely
+    # launched.`, `srun: error: task 0 launch failed: Unspecified error`): the step's --mpi plugin or a
+    # container plugin (pyxis) failing on the node, not the job's allocation.
+    _p(
+        "slurm_step_launch",
+        ("aborted before step completely launched", " launch failed: "),
+        r"aborted before step completely launched|tasks? (?P<tasks>[\d,\- ]+) launch failed: (?P<why>.*)",
+    ),
+    # A pod that could not reach the Kubernetes API server (`Get https://10.43.0.1:443/api/v1/namespaces/…:
+    # dial tcp 10.43.0.1:443: connect: connection refused`): an MPIJob launcher's kubectl, an operator's
+    # client. A service-mesh proxy that has not started holds the pod's traffic; or a NetworkPolicy.
+    _p(
+        "k8s_api_unreachable",
+        ("/api/v1/", "kubernetes.default"),
+        r"(?:/api/v1/|kubernetes\.default)\S*.*?(?:connection refused|i/o timeout|no route to host|"
+        r"connection reset|TLS handshake timeout)",
     ),
     _p("evicted", ("Evicted", "The node was low on resource", "TaintManagerEviction")),
     _p("node_failure", ("NodeNotReady", "Kubelet stopped posting node status")),
