@@ -297,3 +297,54 @@ def test_a_bar_far_from_a_timeout_or_finished_is_not_blamed_for_a_traceback(tmp_
     text = f"{bar}\nTraceback (most recent call last):\nValueError: bad label 7\n"
     report = triage(tmp_path, {"console.txt": text})
     assert cause(report)[0] != Category.DATA_LOADING_STALL, describe(report)
+
+
+# --- progress bars of one loop, steps apart ----------------------------------------------------------------
+
+_TIMEOUT = (
+    "[rank0]:[E1102 03:04:14.692188080 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum=129457, OpType=ALLREDUCE, NumelIn=5253, NumelOut=5253, "
+    "Timeout(ms)=600000) ran for 600002 milliseconds before timing out.\n"
+)
+
+
+def _bar(done: int, elapsed: str, rate: str = "25.13s/it", prefix: str = "") -> str:
+    return f"{prefix} 7%|▋         | {done}/7151 [{elapsed}<46:27:09, {rate}]\n"
+
+
+@pytest.mark.parametrize(
+    "bars",
+    [
+        [_bar(499, "3:38:58"), _bar(496, "3:38:58"), _bar(497, "3:39:23")],  # a console paste, unprefixed
+        [_bar(499, "3:38:58", prefix="[rank0]:"), _bar(496, "3:39:05", prefix="[rank1]:")],
+        [_bar(1210, "10:00", "3.10it/s"), _bar(1190, "10:01", "3.02it/s")],  # fast steps, 20 apart
+    ],
+    ids=["console", "ranks", "fast-steps"],
+)
+def test_bars_of_one_loop_steps_apart_at_one_moment_are_ranks_that_drifted(
+    tmp_path: Path, bars: list[str]
+) -> None:
+    report = triage(tmp_path, {"train.log": "".join(bars) + _TIMEOUT})
+    assert cause(report)[0] == Category.COLLECTIVE_MISMATCH, describe(report)
+    finding = next(f for f in report.findings if f.id == "triage.collective.ranks_drifted_apart")
+    assert len([e for e in finding.evidence if "/7151" in e.text]) == 2
+    assert not any(f.id == "triage.nccl.busy_outside_nccl" for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    "bars",
+    [
+        # one rank stopped three steps back: its bar is older by about those steps (25 s each)
+        [_bar(496, "3:37:43"), _bar(499, "3:38:58")],
+        # one bar redrawn as it advanced
+        [_bar(496, "3:37:43"), _bar(497, "3:38:08"), _bar(498, "3:38:33")],
+        # a step apart: ranks waiting in the same collective
+        [_bar(499, "3:38:58"), _bar(498, "3:38:58")],
+    ],
+    ids=["stalled", "redrawn", "one-step"],
+)
+def test_bars_a_stalled_rank_or_one_redrawn_bar_leave_are_not_a_drift(
+    tmp_path: Path, bars: list[str]
+) -> None:
+    report = triage(tmp_path, {"train.log": "".join(bars) + _TIMEOUT})
+    assert not any(f.id == "triage.collective.ranks_drifted_apart" for f in report.findings), describe(report)

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 FRAME_LINE, FRAME = "frame_line", "frame"
 # The field marking the second line of a kind the scanner keeps twice (a rank announced again).
 AGAIN = "again"
+# A progress bar's field naming two steps of its loop other bars (unprefixed, so folded into it)
+# stood at at the same moment: `low/high`.
+APART = "apart"
 
 
 @dataclass(slots=True)

@@ -1189,7 +1189,8 @@ PROGRESS = (
         # `%|` alone is a two-byte literal that slows the whole prefilter; the regex wants a digit first.
         tuple(f"{digit}%|" for digit in range(10)),
         r"^.*(?<!\d)(?P<pct>\d{1,3})%\|[^|]*\|\s*(?P<done>[\d.]+\w?)/(?P<total>[\d.]+\w?)\s*"
-        r"\[(?P<elapsed>[\d:]+)<[^\]]*\](?:\s*(?P<glued>\[[A-Z]|\[rank|\w+Error|Traceback))?",
+        r"\[(?P<elapsed>[\d:]+)<[^\],]*(?:,\s*(?P<rate>[\d.]+)(?P<unit>s/it|it/s))?[^\]]*\]"
+        r"(?:\s*(?P<glued>\[[A-Z]|\[rank|\w+Error|Traceback))?",
     ),
 )
 
@@ -1447,6 +1448,35 @@ def elapsed_seconds(fields: dict[str, str]) -> int:
     for part in fields.get("elapsed", "0").split(":"):
         seconds = seconds * 60 + int(part or 0)
     return seconds
+
+
+def _seconds_per_step(fields: dict[str, str]) -> float | None:
+    try:
+        rate = float(fields.get("rate") or 0)
+    except ValueError:
+        return None
+    if rate <= 0:
+        return None
+    return rate if fields.get("unit") == "s/it" else 1 / rate
+
+
+_APART_STEPS = 2  # ranks in one collective per step wait for each other: a step apart at most
+
+
+def bars_apart(one: dict[str, str], other: dict[str, str]) -> tuple[int, int] | None:
+    """Two bars of one loop (same total) that stood at least two steps apart at the same moment, by
+    their elapsed times and step rate: processes at different steps, not one that stopped earlier
+    (whose bar would be older by about the steps it is behind)."""
+    done = one.get("done", ""), other.get("done", "")
+    if one.get("total") != other.get("total") or not all(d.isdigit() for d in done):
+        return None
+    low, high = sorted(int(d) for d in done)
+    step = _seconds_per_step(one) or _seconds_per_step(other)
+    if step is None or high - low < _APART_STEPS:
+        return None
+    if abs(elapsed_seconds(one) - elapsed_seconds(other)) * 2 >= (high - low) * step:
+        return None
+    return low, high
 
 
 FACT_PATTERNS: tuple[Pattern, ...] = (

@@ -16,7 +16,7 @@ from functools import cache
 from typing import BinaryIO
 
 from hyperpod_nccl.triage.discover import InputFile
-from hyperpod_nccl.triage.events import AGAIN, FRAME, FRAME_LINE, Event, FileScan
+from hyperpod_nccl.triage.events import AGAIN, APART, FRAME, FRAME_LINE, Event, FileScan
 from hyperpod_nccl.triage.lines import HEAD_LINES, BinaryInput, HitFinder, ReadReport, select_lines
 from hyperpod_nccl.triage.patterns import (
     EVENT_PATTERNS,
@@ -29,6 +29,7 @@ from hyperpod_nccl.triage.patterns import (
     STORAGE_PREFILTER,
     Dispatcher,
     Pattern,
+    bars_apart,
     elapsed_seconds,
 )
 from hyperpod_nccl.triage.prefilter import build_hit_finder
@@ -444,8 +445,12 @@ def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
     if existing.count == 2 and event.kind in _KEEP_SECOND:
         event.fields[AGAIN] = "1"
         state.keyed[(*key, AGAIN)] = event
-    if event.kind == "progress" and elapsed_seconds(event.fields) < elapsed_seconds(existing.fields):
-        return  # a bar is kept at its longest-running state, not its last redraw
+    if event.kind == "progress":
+        if APART in existing.fields:
+            return  # two bars steps apart: that pair is what the bars show
+        _note_apart(existing, event)
+        if elapsed_seconds(event.fields) < elapsed_seconds(existing.fields):
+            return  # a bar is kept at its longest-running state, not its last redraw
     if event.kind in _KEEP_LATEST:
         existing.line, existing.text, existing.fields, existing.stamp, existing.offset = (
             event.line,
@@ -454,6 +459,15 @@ def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
             event.stamp,
             event.offset,
         )
+
+
+def _note_apart(kept: Event, new: Event) -> None:
+    """Bars one key folds together (a console paste's unprefixed bars) that stood steps apart at the
+    same moment: the bar kept names the other, to be quoted with it."""
+    apart = bars_apart(kept.fields, new.fields)
+    if apart is not None:
+        new.fields[APART] = f"{apart[0]}/{apart[1]}"
+        new.fields[FRAME_LINE], new.fields[FRAME] = str(kept.line), kept.text
 
 
 def _stamp(stripped: Stripped, fields: dict[str, str]) -> str | None:

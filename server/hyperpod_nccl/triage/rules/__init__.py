@@ -28,7 +28,7 @@ from hyperpod_nccl.triage.rules.members import (
 )
 from hyperpod_nccl.triage.rules.nccl import nccl_verdict
 from hyperpod_nccl.triage.rules.outcome import Outcome, Rule
-from hyperpod_nccl.triage.rules.progress import busy_outside_nccl
+from hyperpod_nccl.triage.rules.progress import busy_outside_nccl, ranks_drifted_apart
 from hyperpod_nccl.triage.rules.storage import ais_counters
 from hyperpod_nccl.triage.rules.unknown import clean_statement, unexplained_failure
 from hyperpod_nccl.triage.rules.versions import obsolete_nccl, version_skew
@@ -40,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     obsolete_nccl,
     silent_exit,
     busy_outside_nccl,
+    ranks_drifted_apart,
     diverged_after_training,
     ais_counters,
     members_missing,

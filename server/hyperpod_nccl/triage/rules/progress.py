@@ -9,19 +9,26 @@ A paste cut before the timeout line still shows it when the bar itself was cut b
 unfinished bar that had run just under a default timeout (PyTorch's 10 minutes for NCCL; the
 30 minutes of Gloo, the c10d store and Hugging Face's `ddp_timeout`) when a traceback followed.
 That is a guess, and says so.
+
+Bars of one loop that stood two or more steps apart at the same moment (their elapsed times closer
+than the steps between them take) are not a rank busy elsewhere: ranks in a loop with a collective
+per step cannot drift apart, unless they no longer call the same collectives (a per-rank decision
+to skip a batch or stop, data split unevenly). With a collective timed out, that is the cause.
 """
 
 from __future__ import annotations
 
 from hyperpod_nccl.models import Category, Finding, Priority, Status
-from hyperpod_nccl.triage.events import Event
-from hyperpod_nccl.triage.findings import evidence, listed
+from hyperpod_nccl.triage.events import APART, Event
+from hyperpod_nccl.triage.findings import evidence, listed, quoted
 from hyperpod_nccl.triage.model import Incident
-from hyperpod_nccl.triage.patterns import elapsed_seconds
+from hyperpod_nccl.triage.patterns import bars_apart, elapsed_seconds
 from hyperpod_nccl.triage.root_cause import Confidence
 from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 
 BUSY_ID = "triage.nccl.busy_outside_nccl"
+DRIFTED_ID = "triage.collective.ranks_drifted_apart"
+_DRIFTED_WEIGHT = 60  # above a rank busy outside NCCL, which the same bars would otherwise suggest
 _WEIGHT = 56  # above "silent ranks" (whose culprits it keeps), below a straggler's own watchdog state
 _LONG_ENOUGH = 0.5  # of the timeout: a bar that ran this long was no short pause
 _OUTLASTED = 0.9
@@ -50,7 +57,66 @@ def _unfinished(event: Event) -> bool:
     return int(event.fields.get("pct", "100")) < 100
 
 
+def ranks_drifted_apart(incident: Incident) -> Outcome:
+    if not incident.index.kind("wd_timeout"):
+        return Outcome()
+    found = _drifted(incident)
+    if found is None:
+        return Outcome()
+    (low, high), bars = found
+    total = bars[0].fields.get("total", "?")
+    witness = incident.first(incident.index.kind("wd_timeout"))
+    finding = Finding(
+        id=DRIFTED_ID,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"Progress bars of one loop stood {high - low} steps apart at the same moment ({low} and "
+        f"{high} of {total}): the ranks ran different numbers of steps, so they no longer called the same "
+        "collectives, and one timed out",
+        reference="debugging-guide.md § 2",
+        detail="Ranks that call a collective every step wait for each other and stay within a step. Steps "
+        "apart mean a rank decided on its own to skip a batch or leave the loop, or the data was split "
+        "unevenly: make such decisions on every rank alike (all-reduce the flag), and give every rank the "
+        "same number of batches (drop_last, an even sampler).",
+        ranks=listed(r for e in bars if (r := _own_rank(e)) is not None),
+        evidence=quoted([e for e in [*bars, witness] if e is not None], incident.topology),
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.COLLECTIVE_MISMATCH,
+        weight=_DRIFTED_WEIGHT,
+        title=f"Ranks drifted {high - low} steps apart in one loop ({low} and {high} of {total}) and then "
+        "waited in different collectives",
+        ranks=[],
+        first=bars[0],
+        confidence="medium",
+    )
+
+
+def _drifted(incident: Incident) -> tuple[tuple[int, int], list[Event]] | None:
+    """Steps apart: marked on a bar that folded others (one file's unprefixed bars), or between the
+    bars of two ranks."""
+    bars = incident.index.kind("progress")
+    for bar in bars:
+        if APART in bar.fields:
+            low, high = bar.fields[APART].split("/")
+            return (int(low), int(high)), [bar]
+    by_total: dict[str, list[Event]] = {}
+    for bar in bars:
+        if bar.rank is not None:
+            by_total.setdefault(bar.fields.get("total", ""), []).append(bar)
+    for group in by_total.values():
+        for i, one in enumerate(group):
+            for other in group[i + 1 :]:
+                if (apart := bars_apart(one.fields, other.fields)) is not None:
+                    return apart, [one, other]
+    return None
+
+
 def busy_outside_nccl(incident: Incident) -> Outcome:
+    if _drifted(incident) is not None:
+        return Outcome()  # bars steps apart are ranks on different steps, not one busy elsewhere
     verdict = incident.verdict
     timeout_ms = verdict.timeout_ms or max(
         (int(e.fields["timeout_ms"]) for e in incident.index.kind("wd_timeout") if "timeout_ms" in e.fields),
