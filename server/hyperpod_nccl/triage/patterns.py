@@ -817,8 +817,8 @@ TRANSPORT = (
     _p(
         "loopback_peer",
         "127.0.1.1",
-        r"(?i)127\.0\.1\.1\b.*?(?:refused|timed? ?out|unreachable|failed|reset|error)"
-        r"|(?:refused|timed? ?out|unreachable|failed|reset|error).*?127\.0\.1\.1\b",
+        r"127\.0\.1\.1\b",
+        needs_any=("refused", "timed out", "timeout", "unreachable", "failed", "reset", "rror", "closed"),
     ),
     _p(
         "gloo_no_address",
@@ -968,8 +968,14 @@ SCHEDULER = (
     _p(
         "k8s_api_unreachable",
         ("/api/v1/", "kubernetes.default"),
-        r"(?:/api/v1/|kubernetes\.default)\S*.*?(?:connection refused|i/o timeout|no route to host|"
-        r"connection reset|TLS handshake timeout)",
+        r"/api/v1/|kubernetes\.default",
+        needs_any=(
+            "connection refused",
+            "i/o timeout",
+            "no route to host",
+            "connection reset",
+            "TLS handshake timeout",
+        ),
     ),
     _p("evicted", ("Evicted", "The node was low on resource", "TaintManagerEviction")),
     _p("node_failure", ("NodeNotReady", "Kubelet stopped posting node status")),
@@ -1228,7 +1234,7 @@ NCCL_RESULTS = (
     _p(
         "nccl_return",
         (" -> 1", " -> 2", " -> 3", " -> 4", " -> 5", " -> 6"),
-        r"(?P<where>[\w./-]+\.(?:cc|cu|h|cpp)):\d+ -> (?P<code>[1-6])\s*$",
+        r"^(?:\[\d+\] )?(?:NCCL INFO )?(?P<where>[\w./-]+\.(?:cc|cu|h|cpp)):\d+ -> (?P<code>[1-6])(?:\s|$)",
     ),
     # The example macros' line whatever its text, an empty one included (a library that calls
     # ncclGetErrorString on a code it did not get from NCCL prints `''`).
