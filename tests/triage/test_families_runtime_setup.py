@@ -252,3 +252,60 @@ def test_nccls_shared_memory_transport_asking_for_peer_access_is_its_cumem_host_
     # the same refusal from NCCL's P2P transport is the GPUs' own
     other = triage(tmp_path, {"node-1.log": text.replace("transport/shm.cc:590", "transport/p2p.cc:275")})
     assert root_finding(other)[1] == "triage.config.p2p_unsupported", describe(other)
+
+
+# --- set 25's families in other wordings ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "[rank0]: Exception: Current loss scale already at minimum - cannot decrease scale anymore. "
+            "Exiting run.",
+            ("config", "triage.config.loss_scale_floor"),
+        ),
+        (
+            "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.",
+            ("config", "triage.config.loss_scale_floor"),
+        ),
+        (
+            "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp (worldConfig.cpp:90)",
+            ("config", "triage.config.engine_world_size"),
+        ),
+        (
+            "node-1:1234:1240 [0] misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_dmabuf_mr failed with error "
+            "Operation not supported",
+            ("software", "triage.software.dmabuf_unsupported"),
+        ),
+        (
+            'The application appears to have been direct launched using "srun",\n'
+            "but OMPI was not built with SLURM's PMI support and therefore cannot execute.",
+            ("config", "triage.config.srun_without_pmi"),
+        ),
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: '/home/u/.cache/huggingface/datasets/"
+            "json/default-1a2b/0.0.0/cache-00001.arrow'",
+            ("config", "triage.config.node_local_cache"),
+        ),
+        ("Exception: the sampler ran out of shards", ("software", "triage.software.exception")),
+    ],
+    ids=["deepspeed-floor", "fairseq-floor", "trtllm", "dmabuf", "no-pmi", "cache", "bare-exception"],
+)
+def test_set_25_families_in_other_wordings(tmp_path: Path, text: str, expected: tuple[str, str]) -> None:
+    report = triage(tmp_path, {"train.log": text + "\n"})
+    assert root_finding(report) == expected, describe(report)
+
+
+def test_nvshmems_failed_init_is_its_transport_not_nccl_versions(tmp_path: Path) -> None:
+    text = (
+        "/ws/nvshmem/src/host/init/init.cu:998: non-zero status: 7 building transport map failed\n"
+        "/ws/nvshmem/src/host/init/init.cu:nvshmemi_check_state_and_init:1080: nvshmem initialization "
+        "failed, exiting\n"
+        "/ws/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:bootstrap_net_recv:99: Message truncated : "
+        "received 58 bytes instead of 8\n"
+    )
+    report = triage(tmp_path, {"node-1.log": text})
+    assert root_finding(report) == ("config", "triage.config.nvshmem_init"), describe(report)
+    assert "grep nvidia_peermem" in commands_of(report, "triage.config.nvshmem_init")
+    assert not any(f.id == "triage.software.version_skew_truncated" for f in report.findings)

@@ -947,6 +947,23 @@ def _gpudirect(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _dmabuf(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *_gpudirect(facts),
+        export("NCCL_DMABUF_ENABLE=0", why="NCCL registers GPU memory through nvidia-peermem, not DMA-BUF"),
+    ]
+
+
+def _node_local_cache(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        export(
+            joined("HF_HOME=", placeholder("shared-path")),
+            why="the Hugging Face caches (datasets, models) on storage every node mounts, so a file one node "
+            "prepared is there for the others",
+        )
+    ]
+
+
 def _gpus_on_node(facts: Facts) -> SuggestedCommand:
     return on_node_check(
         facts, "nvidia-smi -L", "the GPUs the node has, against the processes launched per node"
@@ -1340,6 +1357,10 @@ ID_STEPS: dict[str, Steps] = {
     "triage.storage.ais_error": _aistore,
     "triage.storage.ais_error_counters": _aistore,
     "triage.config.gpudirect_rdma": _gpudirect,
+    "triage.config.nvshmem_init": _gpudirect,
+    "triage.software.dmabuf_unsupported": _dmabuf,
+    "triage.config.node_local_cache": _node_local_cache,
+    "triage.config.srun_without_pmi": _slurm_step_launch,
     "triage.config.invalid_device": _invalid_device,
     "triage.config.nccl_invalid_usage": _invalid_usage,
     "triage.config.p2p_unsupported": _p2p,
@@ -1396,6 +1417,14 @@ _CODE = (
     "the fix is in the training code at the lines quoted; no command on a node or the scheduler shows more"
 )
 REASONS: dict[str, str] = {
+    "triage.config.engine_world_size": (
+        "the fix is in the launch command: as many processes as the engine's tensor × pipeline parallel size "
+        "(mpirun -n <tp × pp>), or an engine built for the GPUs at hand"
+    ),
+    "triage.config.loss_scale_floor": (
+        "the fix is in the training configuration: bf16 instead of fp16 (for a model pretrained in bf16), or "
+        "a lower learning rate; the loss scaler only reports the overflow"
+    ),
     "triage.collective.horovod_shutdown": (
         "the cause is in the log of the rank that left or raised, which these lines do not name: read every "
         "rank's log for the first exception, or for a loop that ended early (early stopping decided on one "

@@ -495,14 +495,6 @@ _SIMPLE: dict[str, Meaning] = {
         "debugging-guide.md § 10",
     ),
     # Weighed below any exception: where the rank that raised is in the input, its exception is the cause.
-    "slurm_step_launch": _fail(
-        "triage.config.slurm_step_launch",
-        "srun could not launch the step's tasks: the MPI plugin the step asked for (--mpi=pmix, pmi2) or a "
-        "container plugin (pyxis, enroot) failed on the node; the allocation itself was granted",
-        C.CONFIG,
-        70,
-        "debugging-guide.md § 16",
-    ),
     "k8s_api_unreachable": _fail(
         "triage.config.k8s_api_unreachable",
         "A pod could not reach the Kubernetes API server: a service-mesh proxy not yet running (Istio holds "
@@ -634,6 +626,32 @@ _SIMPLE: dict[str, Meaning] = {
         C.SOFTWARE,
         72,
         "debugging-guide.md § 10",
+    ),
+    "loss_scale_floor": _fail(
+        "triage.config.loss_scale_floor",
+        "fp16's loss scaler gave up: the gradients overflowed at every scale (fp16's range for a model "
+        "pretrained in bf16, a learning rate too high, a run that diverged): train in bf16, or lower the "
+        "learning rate",
+        C.CONFIG,
+        70,
+        "debugging-guide.md § 15",
+    ),
+    "engine_world_size": _fail(
+        "triage.config.engine_world_size",
+        "The engine was built for another number of GPUs than the processes launched (its tensor × "
+        "pipeline parallel size): launch exactly that many processes (mpirun -n)",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 15",
+    ),
+    "nvshmem_init": _fail(
+        "triage.config.nvshmem_init",
+        "NVSHMEM could not set up its transports (DeepEP and other expert-parallel kernels): its GPUDirect "
+        "RDMA transport needs the nvidia-peermem module loaded on every node, and the NICs reachable; "
+        "its bootstrap errors after that are peers leaving",
+        C.CONFIG,
+        76,
+        "debugging-guide.md § 17",
     ),
     "nan_loss": _fail(
         "triage.unknown.nan_loss",
@@ -972,8 +990,19 @@ _MEMLOCK = _fail(
 def _memory_registration(event: Event) -> Meaning:
     """Why registration failed decides the fix: ENOMEM is the memlock limit; EINVAL on GPU memory
     (type 2) is a provider that cannot register CUDA memory (a libfabric / driver version issue);
-    EFAULT is GPUDirect RDMA missing (nvidia-peermem not loaded)."""
+    EFAULT is GPUDirect RDMA missing (nvidia-peermem not loaded); DMA-BUF registration refused is a
+    driver stack without DMA-BUF."""
     why = event.fields.get("why", "")
+    if "dmabuf" in event.fields:
+        return _fail(
+            "triage.software.dmabuf_unsupported",
+            "GPU memory could not be registered through DMA-BUF (ibv_reg_dmabuf_mr): the IB driver stack or "
+            "kernel is too old for it; NCCL_DMABUF_ENABLE=0 returns to nvidia-peermem, or an NCCL whose "
+            "fallback works",
+            C.SOFTWARE,
+            78,
+            "debugging-guide.md § 17",
+        )
     if why in ("Invalid argument", "RC: -22", "err -22") and event.fields.get("type"):
         return _fail(
             "triage.software.gpu_memory_registration",
@@ -1064,6 +1093,40 @@ def _nvls(event: Event) -> Meaning:
         74,
         "multinode.md § 1",
     )
+
+
+def _slurm_step_launch(event: Event) -> Meaning:
+    if "no_pmi" in event.fields:
+        return _fail(
+            "triage.config.srun_without_pmi",
+            "Open MPI was started by srun without a PMI it supports: launch with srun --mpi=pmix (or pmi2, "
+            "whichever srun --mpi=list offers and Open MPI was built with), or with mpirun",
+            C.CONFIG,
+            78,
+            "debugging-guide.md § 16",
+        )
+    return _fail(
+        "triage.config.slurm_step_launch",
+        "srun could not launch the step's tasks: the MPI plugin the step asked for (--mpi=pmix, pmi2) or a "
+        "container plugin (pyxis, enroot) failed on the node; the allocation itself was granted",
+        C.CONFIG,
+        70,
+        "debugging-guide.md § 16",
+    )
+
+
+def _missing_file(event: Event) -> Meaning:
+    if "/.cache/" in event.text:
+        return _fail(
+            "triage.config.node_local_cache",
+            "A file in a per-user cache (~/.cache: Hugging Face datasets, torch extensions) is missing on "
+            "this node: another node wrote it to its own local disk; put the cache on storage every node "
+            "shares (HF_HOME, HF_DATASETS_CACHE), or prepare it on every node",
+            C.CONFIG,
+            74,
+            "debugging-guide.md § 14",
+        )
+    return _SIMPLE["missing_file"]
 
 
 def _nccl_unavailable(event: Event) -> Meaning:
@@ -1642,6 +1705,8 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "nccl_error": _nccl_error,
     "nccl_failure": _nccl_error,
     "nccl_return": _nccl_return,
+    "slurm_step_launch": _slurm_step_launch,
+    "missing_file": _missing_file,
     "dataloader_caught": _dataloader_caught,
     "nccl_aborted": lambda _: NCCL_RAISED,
     "ib_completion": _ib_completion,

@@ -690,6 +690,16 @@ CONFIG = (
         ("ninja: build stopped", "Error building extension", "nvcc fatal"),
         r"(?:Error building extension '(?P<name>[\w.-]+)'|ninja: build stopped|nvcc fatal\s*:\s*(?P<why>.*))",
     ),
+    # fp16's dynamic loss scaler giving up (DeepSpeed, apex, fairseq: `Current loss scale already at
+    # minimum - cannot decrease scale anymore`, `Minimum loss scale reached`): gradients overflowed at
+    # every scale.
+    _p(
+        "loss_scale_floor",
+        ("loss scale already at minimum", "Minimum loss scale reached", "minimum loss scale reached"),
+    ),
+    # An engine built for another number of GPUs than the processes launched (TensorRT-LLM:
+    # `Assertion failed: mpiSize == tp * pp`).
+    _p("engine_world_size", ("mpiSize == tp * pp", "mpiSize == tp*pp")),
     # A compiled extension without the constructor or signature this Python code calls (pybind11's
     # `No constructor defined!`, `__init__(): incompatible constructor arguments`): a package built
     # for another torch than the one it runs with.
@@ -744,13 +754,20 @@ CONFIG = (
     _p(
         "msg_truncated",
         "Message truncated",
-        r"received (?P<got>[\d,]+) bytes instead of (?P<expected>[\d,]+)",
+        r"^(?!.*nvshmem).*?received (?P<got>[\d,]+) bytes instead of (?P<expected>[\d,]+)",
+    ),
+    # NVSHMEM (DeepEP's and other expert-parallel kernels' transport) that could not set itself up:
+    # `building transport map failed`, `nvshmem initialization failed`. Its GPUDirect RDMA transport
+    # needs nvidia-peermem; its bootstrap errors after that are peers leaving.
+    _p(
+        "nvshmem_init",
+        ("building transport map failed", "nvshmem initialization failed", "nvshmemi_init_thread"),
     ),
     _p(
         "memreg",
         ("Unable to register memory", "Call to ibv_reg", "Unable to register MR", "Failed to allocate pd"),
-        r"^(?:.*?(?P<type>type = 2))?(?:.*?(?P<why>Cannot allocate memory|Invalid argument|Bad address"
-        r"|RC: -\d+|err -\d+))?",
+        r"^(?:.*?(?P<type>type = 2))?(?P<dmabuf>.*?dmabuf)?(?:.*?(?P<why>Cannot allocate memory"
+        r"|Invalid argument|Bad address|Operation not supported|RC: -\d+|err -\d+))?",
     ),
     _p(
         "ofi_init_failed",
@@ -959,8 +976,15 @@ SCHEDULER = (
     # container plugin (pyxis) failing on the node, not the job's allocation.
     _p(
         "slurm_step_launch",
-        ("aborted before step completely launched", " launch failed: "),
-        r"aborted before step completely launched|tasks? (?P<tasks>[\d,\- ]+) launch failed: (?P<why>.*)",
+        (
+            "aborted before step completely launched",
+            " launch failed: ",
+            # Open MPI started by srun without a PMI it can use
+            "not built with SLURM's PMI support",
+            'direct launched using "srun"',
+        ),
+        r"aborted before step completely launched|tasks? (?P<tasks>[\d,\- ]+) launch failed: (?P<why>.*)"
+        r"|(?P<no_pmi>not built with SLURM's PMI support|direct launched using \"srun\")",
     ),
     # A pod that could not reach the Kubernetes API server (`Get https://10.43.0.1:443/api/v1/namespaces/…:
     # dial tcp 10.43.0.1:443: connect: connection refused`): an MPIJob launcher's kubectl, an operator's
@@ -1242,7 +1266,7 @@ NCCL_RESULTS = (
 )
 
 # A Python exception's class name, dotted module path allowed (`torch.distributed.DistBackendError`).
-EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)"
+EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Interrupt)|Exception)"
 _EXCEPTION_CLASS = rf"(?P<cls>{EXCEPTION_NAME})(?:\([\w.]+\))?"
 _EXCEPTION_ANCHORS = ("Error", "Exception", "KeyboardInterrupt")
 _EXCEPTION_WHAT = r"(?::\s*(?P<what>.*))?$"
@@ -1420,7 +1444,7 @@ VISIBLE = (
 # fallback. A line at a log level below error, a count of no errors and a metric are not failures.
 LAST_WORDS_LINES = 5
 LAST_WORDS_FAILURE = re.compile(
-    r"\b(?:\w+Error|\w+Exception|[Ee]rror|ERROR|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Aa]borted|ABORTED|"
+    r"\b(?:\w+Error|\w*Exception|[Ee]rror|ERROR|FATAL|[Ff]atal|[Ff]ailed|FAILED|[Aa]borted|ABORTED|"
     r"[Tt]raceback)\b"
 )
 LAST_WORDS_BENIGN = re.compile(
