@@ -309,3 +309,16 @@ def test_nvshmems_failed_init_is_its_transport_not_nccl_versions(tmp_path: Path)
     assert root_finding(report) == ("config", "triage.config.nvshmem_init"), describe(report)
     assert "grep nvidia_peermem" in commands_of(report, "triage.config.nvshmem_init")
     assert not any(f.id == "triage.software.version_skew_truncated" for f in report.findings)
+
+
+def test_gpudirect_rdma_off_for_whole_hcas_is_flagged_and_a_per_path_choice_is_not(tmp_path: Path) -> None:
+    off = "".join(
+        f"learn01:22286:22301 [3] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA {hca} 'mlx5_{hca}'\n"
+        for hca in range(4)
+    )
+    report = triage(tmp_path, {"node.log": off})
+    assert root_finding(report) == ("config", "triage.config.gdr_disabled"), describe(report)
+    assert "grep nvidia_peermem" in commands_of(report, "triage.config.gdr_disabled")
+    per_path = "node1:11:11 [3] NCCL INFO GPU Direct RDMA Disabled for GPU 3 / HCA 1 (distance 5 > 4)\n"
+    report = triage(tmp_path, {"node.log": per_path})
+    assert not any(f.id == "triage.config.gdr_disabled" for f in report.findings), describe(report)

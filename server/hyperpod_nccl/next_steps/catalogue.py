@@ -947,6 +947,10 @@ def _gpudirect(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _gdr_disabled(facts: Facts) -> list[SuggestedCommand]:
+    return [*_gpudirect(facts), *_versions(facts)]
+
+
 def _dmabuf(facts: Facts) -> list[SuggestedCommand]:
     return [
         *_gpudirect(facts),
@@ -1358,6 +1362,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.storage.ais_error_counters": _aistore,
     "triage.config.gpudirect_rdma": _gpudirect,
     "triage.config.nvshmem_init": _gpudirect,
+    "triage.config.gdr_disabled": _gdr_disabled,
     "triage.software.dmabuf_unsupported": _dmabuf,
     "triage.config.node_local_cache": _node_local_cache,
     "triage.config.srun_without_pmi": _slurm_step_launch,

@@ -148,6 +148,15 @@ _SIMPLE: dict[str, Meaning] = {
         74,
         "debugging-guide.md § 6",
     ),
+    "gdr_disabled": _warn(
+        "triage.config.gdr_disabled",
+        "NCCL runs without GPUDirect RDMA on the HCAs: GPU memory goes through the host, at a fraction of "
+        "the bandwidth (the nvidia-peermem module not loaded, or an NCCL up to 2.22 that only looks for "
+        "nv_peer_mem)",
+        C.CONFIG,
+        50,
+        "debugging-guide.md § 17",
+    ),
     "tcp_fallback": _warn(
         "triage.config.tcp_fallback",
         "aws-ofi-nccl fell back to the TCP provider instead of EFA",

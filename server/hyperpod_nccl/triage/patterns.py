@@ -806,6 +806,10 @@ CONFIG = (
         "ofi_libfabric_skew",
         ("Couldn't set FI_OPT", "Could not set FI_OPT", "requires at least libfabric version"),
     ),
+    # NCCL on IB/RoCE without GPUDirect RDMA for a whole HCA (`NET/IB : GPU Direct RDMA Disabled for HCA 0
+    # 'mlx5_0'`): GPU memory staged through the host, a fraction of the bandwidth. The per-path form
+    # (`for GPU 3 / HCA 1 (distance 5 > 4)`) is topology NCCL chose, not a missing module.
+    _p("gdr_disabled", "GPU Direct RDMA Disabled for HCA", r"Disabled for HCA (?P<hca>\d+)"),
     _p(
         "tcp_fallback",
         (
