@@ -275,3 +275,12 @@ def test_only_the_last_lines_are_read_for_unknown_failure_words(tmp_path: Path) 
     early = LAST_WORDS["tool-error"]
     assert _triage(tmp_path, [early, *HEALTHY[2:4] * 3]) == (0, None)
     assert _triage(tmp_path, [*HEALTHY[2:4] * 3, early])[0] == 1
+
+
+def test_the_last_lines_reach_past_a_final_line_without_a_newline(tmp_path: Path) -> None:
+    """A paste's last line has no newline: the lines before it are among the last lines still."""
+    log = tmp_path / "paste.log"
+    log.write_text(f"{HEALTHY[2]}\n{LAST_WORDS['tool-error']}\nstep 12 loss 1.9")
+    report = run_triage([log])
+    (failure,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
+    assert [e.line for e in failure.evidence] == [2]
