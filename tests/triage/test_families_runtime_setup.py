@@ -322,3 +322,47 @@ def test_gpudirect_rdma_off_for_whole_hcas_is_flagged_and_a_per_path_choice_is_n
     per_path = "node1:11:11 [3] NCCL INFO GPU Direct RDMA Disabled for GPU 3 / HCA 1 (distance 5 > 4)\n"
     report = triage(tmp_path, {"node.log": per_path})
     assert not any(f.id == "triage.config.gdr_disabled" for f in report.findings), describe(report)
+
+
+# --- set 26's families in other wordings ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "[rank1]: ValueError: Default process group has not been initialized, please make sure to call "
+            "init_process_group.",
+            ("config", "triage.config.no_process_group"),
+        ),
+        (
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+            "cuda:2 and cuda:0! (when checking argument for argument mat1 in method wrapper_addmm)",
+            ("config", "triage.config.device_mismatch"),
+        ),
+        (
+            "RuntimeError: RPCErr:1:RPC ran for more than set timeout (120000 ms) and will now be marked "
+            "with an error",
+            ("config", "triage.config.rpc_timeout"),
+        ),
+        (
+            'what():  In listen at tensorpipe/tensorpipe/transport/uv/listener.cc:126 "rv < 0: invalid '
+            'argument"',
+            ("software", "triage.software.tensorpipe_listen"),
+        ),
+    ],
+    ids=["no-process-group", "device-mismatch", "rpc-timeout", "tensorpipe"],
+)
+def test_set_26_families_in_other_wordings(tmp_path: Path, text: str, expected: tuple[str, str]) -> None:
+    report = triage(tmp_path, {"train.log": text + "\n"})
+    assert root_finding(report) == expected, describe(report)
+
+
+@pytest.mark.parametrize("devices", ["cuda:2 and cpu", "cuda:1 and cuda:2"])
+def test_tensors_on_a_gpu_and_the_cpu_or_two_other_gpus_are_the_codes(tmp_path: Path, devices: str) -> None:
+    text = (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, "
+        f"{devices}!\n"
+    )
+    report = triage(tmp_path, {"train.log": text})
+    assert root_finding(report)[0] == "software", describe(report)

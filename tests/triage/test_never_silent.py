@@ -234,6 +234,7 @@ LAST_WORDS = {
     "failed-colon": "ctx create epilog for mlx5 failed: Unhandled status",
     "cut-traceback": '    raise PipelineSetupError(f"stage {stage} has no inputs")',
     "aborted": "Aborted (core not written)",
+    "non-zero": "E0502 15:08:43.208417 gpu_compiler.cc:1592] nvlink exited with non-zero error code 256",
 }
 # Lines that end healthy logs and say "error" or "failed" without anything having failed.
 BENIGN_LAST_WORDS = [

@@ -1101,6 +1101,16 @@ def _gloo_interface(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _tensorpipe_listen(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        _interfaces_here(facts),
+        export(
+            joined("TP_SOCKET_IFNAME=", placeholder("interface")),
+            why="TensorPipe listens on this interface's address instead of the one the hostname resolves to",
+        ),
+    ]
+
+
 def _slurm_step_launch(facts: Facts) -> list[SuggestedCommand]:
     return [
         suggest(
@@ -1381,6 +1391,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.loopback_peer": _loopback_peer,
     "triage.config.bootstrap_socket": _bootstrap_socket,
     "triage.config.slurm_step_launch": _slurm_step_launch,
+    "triage.software.tensorpipe_listen": _tensorpipe_listen,
     "triage.config.k8s_api_unreachable": _k8s_api_unreachable,
     "triage.software.extension_build": _extension_build,
     "triage.software.nccl_shm_peer_access": _nccl_shm_peer_access,
@@ -1422,6 +1433,18 @@ _CODE = (
     "the fix is in the training code at the lines quoted; no command on a node or the scheduler shows more"
 )
 REASONS: dict[str, str] = {
+    "triage.config.no_process_group": (
+        "the fix is in the launch: start the script the way it expects (torchrun, which sets RANK and "
+        "WORLD_SIZE, or the scheduler whose variables it reads), or call init_process_group before DDP"
+    ),
+    "triage.config.device_mismatch": (
+        "the fix is in the training script: torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) before the "
+        "model is built; under mpirun, LOCAL_RANK from OMPI_COMM_WORLD_LOCAL_RANK"
+    ),
+    "triage.config.rpc_timeout": (
+        "the fix is in the script's init_rpc options: a longer rpc_timeout (TensorPipeRpcBackendOptions) for "
+        "calls that move large tensors"
+    ),
     "triage.config.engine_world_size": (
         "the fix is in the launch command: as many processes as the engine's tensor × pipeline parallel size "
         "(mpirun -n <tp × pp>), or an engine built for the GPUs at hand"

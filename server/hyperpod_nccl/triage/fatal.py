@@ -636,6 +636,40 @@ _SIMPLE: dict[str, Meaning] = {
         72,
         "debugging-guide.md § 10",
     ),
+    "no_process_group": _fail(
+        "triage.config.no_process_group",
+        "A collective or DDP ran without a process group: the script initialises one only under the "
+        "variables it expects (torchrun's RANK and WORLD_SIZE, Slurm's SLURM_PROCID), which this launch did "
+        "not set",
+        C.CONFIG,
+        76,
+        "debugging-guide.md § 7",
+    ),
+    "device_mismatch": _fail(
+        "triage.config.device_mismatch",
+        "A rank's module sits on cuda:0 while its inputs are on its own GPU: the process did not set its "
+        "device from LOCAL_RANK (torch.cuda.set_device), or the launcher set no LOCAL_RANK (mpirun)",
+        C.CONFIG,
+        64,
+        "debugging-guide.md § 15",
+    ),
+    "rpc_timeout": _fail(
+        "triage.config.rpc_timeout",
+        "A torch.distributed.rpc call ran past its timeout (60 s by default): large transfers need a longer "
+        "rpc_timeout, or the peer it waited for was stuck",
+        C.CONFIG,
+        56,
+        "debugging-guide.md § 7",
+    ),
+    "tensorpipe_listen": _fail(
+        "triage.software.tensorpipe_listen",
+        "TensorPipe (torch.distributed.rpc) could not listen on the address the hostname resolves to (an "
+        "IPv6 link-local address lost its interface in older releases): TP_SOCKET_IFNAME names the "
+        "interface, or a PyTorch with the fix",
+        C.SOFTWARE,
+        72,
+        "debugging-guide.md § 7",
+    ),
     "loss_scale_floor": _fail(
         "triage.config.loss_scale_floor",
         "fp16's loss scaler gave up: the gradients overflowed at every scale (fp16's range for a model "

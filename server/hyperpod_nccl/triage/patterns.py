@@ -690,6 +690,24 @@ CONFIG = (
         ("ninja: build stopped", "Error building extension", "nvcc fatal"),
         r"(?:Error building extension '(?P<name>[\w.-]+)'|ninja: build stopped|nvcc fatal\s*:\s*(?P<why>.*))",
     ),
+    # A collective or DDP without a process group (`Default process group has not been initialized,
+    # please make sure to call init_process_group.`): the script sets one up only under the launcher
+    # or scheduler variables it expects (RANK and WORLD_SIZE, SLURM_PROCID), which this launch lacked.
+    _p("no_process_group", ("Default process group has not been initialized",)),
+    # Each rank's module on cuda:0 while its inputs sit on its own GPU (`Expected all tensors to be on
+    # the same device, but found at least two devices, cuda:0 and cuda:3!`): the process never set its
+    # device from LOCAL_RANK, or the launcher (mpirun) set no LOCAL_RANK.
+    _p(
+        "device_mismatch",
+        "Expected all tensors to be on the same device",
+        r"found at least two devices, (?:cuda:0 and cuda:[1-9]\d*|cuda:[1-9]\d* and cuda:0)\b",
+    ),
+    # torch.distributed.rpc: a call that ran past its timeout (`RPCErr:1:RPC ran for more than 60000
+    # milliseconds and timed out.`, `RPC ran for more than set timeout`), and TensorPipe's transport
+    # that could not listen on the address the hostname gave (`transport/uv/listener.cc:126 "rv < 0:
+    # invalid argument"`: an IPv6 link-local address without its interface).
+    _p("rpc_timeout", ("RPC ran for more than",), r"RPC ran for more than (?P<ms>\d+)? ?(?:milliseconds)?"),
+    _p("tensorpipe_listen", ("tensorpipe/transport/uv/listener.cc",)),
     # fp16's dynamic loss scaler giving up (DeepSpeed, apex, fairseq: `Current loss scale already at
     # minimum - cannot decrease scale anymore`, `Minimum loss scale reached`): gradients overflowed at
     # every scale.
@@ -1453,7 +1471,7 @@ LAST_WORDS_FAILURE = re.compile(
 )
 LAST_WORDS_BENIGN = re.compile(
     r"\b(?:INFO|DEBUG|TRACE|WARN|WARNING|[Ww]arning|[Nn]otice)\b|\w+Warning\b"
-    r"|(?i:\b(?:no|0|zero|without|ignor\w*)\s+(?:\w+\s+)?(?:errors?|failures?)\b|\berrors?\s*[=:]\s*0\b"
+    r"|(?i:(?<![-\w])(?:no|0|zero|without|ignor\w*)\s+(?:\w+\s+)?(?:errors?|failures?)\b|\berrors?\s*[=:]\s*0\b"
     r"|\b\w*errors?[_ ]?(?:rate|count|bar)\b|\b\w*_?error\s*[=:]\s*-?[\d.])"
 )
 
