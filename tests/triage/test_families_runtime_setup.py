@@ -366,3 +366,21 @@ def test_tensors_on_a_gpu_and_the_cpu_or_two_other_gpus_are_the_codes(tmp_path: 
     )
     report = triage(tmp_path, {"train.log": text})
     assert root_finding(report)[0] == "software", describe(report)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AssertionError: CUDA device, driver and/or toolkit version does not support comm+GEMM overlap with "
+        "CUDA Multicast. Launch app with UB_SKIPMC=1 to try CUDA IPC instead.",
+        "[rank3]: AssertionError: ... does not support comm+GEMM overlap with CUDA Multicast. Launch app "
+        "with UB_SKIPMC=1",
+    ],
+    ids=["bare", "rank"],
+)
+def test_te_overlap_asking_for_multicast_where_there_is_none_is_the_setting(
+    tmp_path: Path, text: str
+) -> None:
+    report = triage(tmp_path, {"train.log": text + "\n"})
+    assert root_finding(report) == ("config", "triage.config.ub_multicast"), describe(report)
+    assert "UB_SKIPMC=1" in commands_of(report, "triage.config.ub_multicast")

@@ -1101,6 +1101,15 @@ def _gloo_interface(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _ub_multicast(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts, "nvidia-smi", "the GPU model and driver: CUDA Multicast needs Hopper with NVSwitch"
+        ),
+        export("UB_SKIPMC=1", why="Transformer Engine's overlap over CUDA IPC instead of Multicast"),
+    ]
+
+
 def _tensorpipe_listen(facts: Facts) -> list[SuggestedCommand]:
     return [
         _interfaces_here(facts),
@@ -1392,6 +1401,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.bootstrap_socket": _bootstrap_socket,
     "triage.config.slurm_step_launch": _slurm_step_launch,
     "triage.software.tensorpipe_listen": _tensorpipe_listen,
+    "triage.config.ub_multicast": _ub_multicast,
     "triage.config.k8s_api_unreachable": _k8s_api_unreachable,
     "triage.software.extension_build": _extension_build,
     "triage.software.nccl_shm_peer_access": _nccl_shm_peer_access,

@@ -636,6 +636,14 @@ _SIMPLE: dict[str, Meaning] = {
         72,
         "debugging-guide.md § 10",
     ),
+    "ub_multicast": _fail(
+        "triage.config.ub_multicast",
+        "Transformer Engine's comm+GEMM overlap asked for CUDA Multicast, which this GPU, driver or toolkit "
+        "lacks (it needs Hopper with NVSwitch): UB_SKIPMC=1 uses CUDA IPC instead",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 19",
+    ),
     "no_process_group": _fail(
         "triage.config.no_process_group",
         "A collective or DDP ran without a process group: the script initialises one only under the "

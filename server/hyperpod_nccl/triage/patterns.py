@@ -708,6 +708,10 @@ CONFIG = (
     # invalid argument"`: an IPv6 link-local address without its interface).
     _p("rpc_timeout", ("RPC ran for more than",), r"RPC ran for more than (?P<ms>\d+)? ?(?:milliseconds)?"),
     _p("tensorpipe_listen", ("tensorpipe/transport/uv/listener.cc",)),
+    # Transformer Engine's comm+GEMM overlap (userbuffers) asking for CUDA Multicast where the GPU,
+    # driver or toolkit has none: `does not support comm+GEMM overlap with CUDA Multicast. Launch app
+    # with UB_SKIPMC=1 to try CUDA IPC instead.`
+    _p("ub_multicast", ("overlap with CUDA Multicast", "UB_SKIPMC=1")),
     # fp16's dynamic loss scaler giving up (DeepSpeed, apex, fairseq: `Current loss scale already at
     # minimum - cannot decrease scale anymore`, `Minimum loss scale reached`): gradients overflowed at
     # every scale.
