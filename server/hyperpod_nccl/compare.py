@@ -27,6 +27,7 @@ from hyperpod_nccl.compare_runs import (
     not_comparable,
     run_differences,
     unseen_because,
+    untied,
 )
 from hyperpod_nccl.models import Finding, Priority, Report, Status, finding_sort_key
 from hyperpod_nccl.render import json_text, shorten
@@ -200,6 +201,9 @@ def diff_reports(previous: Report, current: Report) -> ReportComparison:
     verdict: Verdict = (
         "not_comparable"
         if refusals
+        # a new issue in a run nothing ties to the previous one is not a regression of it
+        else "inconclusive"
+        if untied(before, after) and (new or unconfirmed)
         else "regressed"
         if new
         else "inconclusive"

@@ -309,7 +309,7 @@ def run_differences(previous: Run, current: Run) -> list[str]:
             f"the rerun skipped {len(unread)} input(s) ({_listing([i.source for i in unread], 2)}): "
             "what they held was not seen"
         )
-    if previous.report.kind == "triage" and not _tied(previous, current):
+    if untied(previous, current):
         reasons.append(
             "nothing ties the rerun to the previous run: no node in common, and neither a job id nor a "
             "date in both reports; triage the rerun's full logs (every node's), not a few lines"
@@ -317,10 +317,10 @@ def run_differences(previous: Run, current: Run) -> list[str]:
     return reasons
 
 
-def _tied(previous: Run, current: Run) -> bool:
-    """Something in both reports says they are runs of one job: a node they share, job ids in both
-    (another id is a rerun's), or dates in both (the order of the two runs)."""
-    return bool(
+def untied(previous: Run, current: Run) -> bool:
+    """Two triage reports in which nothing says they are runs of one job: no node they share, no job
+    ids in both (another id is a rerun's), no dates in both (the order of the two runs)."""
+    return previous.report.kind == "triage" and not (
         previous.nodes & current.nodes
         or (previous.job_ids and current.job_ids)
         or None not in (previous.first, current.first)

@@ -314,3 +314,23 @@ def test_two_pastes_nothing_ties_to_one_job_are_never_fixed(tmp_path: Path) -> N
     comparison = diff_reports(run_triage([before]), run_triage([after]))
     assert comparison.summary.verdict == "inconclusive" and comparison.fixed == [], comparison.summary
     assert "nothing ties the rerun to the previous run" in comparison.unconfirmed[0].unconfirmed
+
+
+def test_a_new_issue_in_a_paste_nothing_ties_to_the_previous_run_is_not_a_regression(tmp_path: Path) -> None:
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir()
+    after.mkdir()
+    (before / "engine.log").write_text("INFO: started server process\n")
+    (after / "engine.log").write_text(
+        "RuntimeError: use_libuv was requested but PyTorch was build without libuv\n"
+    )
+    comparison = diff_reports(run_triage([before]), run_triage([after]))
+    assert comparison.summary.verdict == "inconclusive", comparison.summary
+    assert any("nothing ties the rerun" in reason for reason in comparison.reasons), comparison.reasons
+    # the same two runs, tied by their ranks' dates: the new issue is a regression
+    (before / "engine.log").write_text("[rank0]: 2026-11-20 10:00:00 INFO: started server process\n")
+    (after / "engine.log").write_text(
+        "[rank0]: 2026-11-21 10:00:00 RuntimeError: use_libuv was requested but PyTorch was build without "
+        "libuv\n"
+    )
+    assert diff_reports(run_triage([before]), run_triage([after])).summary.verdict == "regressed"

@@ -947,8 +947,21 @@ def _gpudirect(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _load_peermem(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *_gpudirect(facts),
+        suggest(
+            *on_node(facts, "sudo modprobe nvidia_peermem"),
+            why="load GPUDirect RDMA's module (and list it in the node's boot-time modules to keep it)"
+            + _where(facts),
+            blast_radius=BlastRadius.CHANGES_CONFIG,
+            permission=_ROOT_ON_NODE,
+        ),
+    ]
+
+
 def _gdr_disabled(facts: Facts) -> list[SuggestedCommand]:
-    return [*_gpudirect(facts), *_versions(facts)]
+    return [*_load_peermem(facts), *_versions(facts)]
 
 
 def _dmabuf(facts: Facts) -> list[SuggestedCommand]:
@@ -1380,7 +1393,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.storage.ais_error": _aistore,
     "triage.storage.ais_error_counters": _aistore,
     "triage.config.gpudirect_rdma": _gpudirect,
-    "triage.config.nvshmem_init": _gpudirect,
+    "triage.config.nvshmem_init": _load_peermem,
     "triage.config.gdr_disabled": _gdr_disabled,
     "triage.software.dmabuf_unsupported": _dmabuf,
     "triage.config.node_local_cache": _node_local_cache,

@@ -701,7 +701,7 @@ _SIMPLE: dict[str, Meaning] = {
         "RDMA transport needs the nvidia-peermem module loaded on every node, and the NICs reachable; "
         "its bootstrap errors after that are peers leaving",
         C.CONFIG,
-        76,
+        70,  # medium: the module is the usual cause, not one a line names
         "debugging-guide.md § 17",
     ),
     "nan_loss": _fail(

@@ -1419,7 +1419,8 @@ VISIBLE = (
         "worker_exit",
         (
             "non-zero exit",
-            "non-zero status",
+            # mpirun's `exited with non-zero status`; a library's `non-zero status: -6` is a return code
+            "with non-zero status",
             "nonzero exit",
             "MPI_ABORT was invoked",
             # Open MPI: `Your MPI job will now abort.` (after an error in an MPI call, or an MPI

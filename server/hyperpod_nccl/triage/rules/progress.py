@@ -10,10 +10,11 @@ unfinished bar that had run just under a default timeout (PyTorch's 10 minutes f
 30 minutes of Gloo, the c10d store and Hugging Face's `ddp_timeout`) when a traceback followed.
 That is a guess, and says so.
 
-Bars of one loop that stood two or more steps apart at the same moment (their elapsed times closer
-than the steps between them take) are not a rank busy elsewhere: ranks in a loop with a collective
-per step cannot drift apart, unless they no longer call the same collectives (a per-rank decision
-to skip a batch or stop, data split unevenly). With a collective timed out, that is the cause.
+Bars of one loop that stood two or more steps apart at the same elapsed time (closer than the
+steps between them take) are not a rank busy elsewhere: ranks in a loop with a collective per step
+cannot drift apart, unless they no longer call the same collectives (a per-rank decision to skip a
+batch or stop, data split unevenly). Each process's bar counts from its own start, so bars started
+that many steps' time apart read the same: a guess, labelled one.
 """
 
 from __future__ import annotations
@@ -70,14 +71,16 @@ def ranks_drifted_apart(incident: Incident) -> Outcome:
         id=DRIFTED_ID,
         status=Status.FAIL,
         priority=Priority.P0,
-        title=f"Progress bars of one loop stood {high - low} steps apart at the same moment ({low} and "
-        f"{high} of {total}): the ranks ran different numbers of steps, so they no longer called the same "
-        "collectives, and one timed out",
+        title=f"Progress bars of one loop stood {high - low} steps apart at the same elapsed time ({low} and "
+        f"{high} of {total}): probably ranks that ran different numbers of steps, so they no longer called "
+        "the same collectives, and one timed out",
         reference="debugging-guide.md § 2",
         detail="Ranks that call a collective every step wait for each other and stay within a step. Steps "
         "apart mean a rank decided on its own to skip a batch or leave the loop, or the data was split "
         "unevenly: make such decisions on every rank alike (all-reduce the flag), and give every rank the "
-        "same number of batches (drop_last, an even sampler).",
+        "same number of batches (drop_last, an even sampler). Each bar's clock starts with its own "
+        "process, so bars started that many steps' time apart read the same: every rank's full log, "
+        "with times, tells the two apart.",
         ranks=listed(r for e in bars if (r := _own_rank(e)) is not None),
         evidence=quoted([e for e in [*bars, witness] if e is not None], incident.topology),
     )
@@ -86,11 +89,11 @@ def ranks_drifted_apart(incident: Incident) -> Outcome:
         finding,
         category=Category.COLLECTIVE_MISMATCH,
         weight=_DRIFTED_WEIGHT,
-        title=f"Ranks drifted {high - low} steps apart in one loop ({low} and {high} of {total}) and then "
-        "waited in different collectives",
+        title=f"Probably ranks drifted {high - low} steps apart in one loop ({low} and {high} of {total}) "
+        "and then waited in different collectives",
         ranks=[],
         first=bars[0],
-        confidence="medium",
+        confidence="low",
     )
 
 
