@@ -1104,14 +1104,17 @@ def _open_files_limit(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _named_interface(facts: Facts, variable: LiteralString, why: str) -> list[SuggestedCommand]:
+    """The node's interfaces, then the setting that names the one to use (`GLOO_SOCKET_IFNAME=`)."""
+    return [_interfaces_here(facts), export(joined(variable, placeholder("interface")), why=why)]
+
+
 def _gloo_interface(facts: Facts) -> list[SuggestedCommand]:
-    return [
-        _interfaces_here(facts),
-        export(
-            joined("GLOO_SOCKET_IFNAME=", placeholder("interface")),
-            why="one interface name for gloo, the same on every node or pod (never NCCL's ^ exclusion list)",
-        ),
-    ]
+    return _named_interface(
+        facts,
+        "GLOO_SOCKET_IFNAME=",
+        "one interface name for gloo, the same on every node or pod (never NCCL's ^ exclusion list)",
+    )
 
 
 def _ub_multicast(facts: Facts) -> list[SuggestedCommand]:
@@ -1124,13 +1127,11 @@ def _ub_multicast(facts: Facts) -> list[SuggestedCommand]:
 
 
 def _tensorpipe_listen(facts: Facts) -> list[SuggestedCommand]:
-    return [
-        _interfaces_here(facts),
-        export(
-            joined("TP_SOCKET_IFNAME=", placeholder("interface")),
-            why="TensorPipe listens on this interface's address instead of the one the hostname resolves to",
-        ),
-    ]
+    return _named_interface(
+        facts,
+        "TP_SOCKET_IFNAME=",
+        "TensorPipe listens on this interface's address instead of the one the hostname resolves to",
+    )
 
 
 def _slurm_step_launch(facts: Facts) -> list[SuggestedCommand]:
@@ -1187,13 +1188,11 @@ def _nccl_shm_peer_access(facts: Facts) -> list[SuggestedCommand]:
 
 def _bootstrap_socket(facts: Facts) -> list[SuggestedCommand]:
     chosen = f" (NCCL bootstrapped from {', '.join(facts.addresses)} here)" if facts.addresses else ""
-    return [
-        _interfaces_here(facts),
-        export(
-            joined("NCCL_SOCKET_IFNAME=", placeholder("interface")),
-            why=f"name the interface the nodes reach each other on, the same on every node{chosen}",
-        ),
-    ]
+    return _named_interface(
+        facts,
+        "NCCL_SOCKET_IFNAME=",
+        f"name the interface the nodes reach each other on, the same on every node{chosen}",
+    )
 
 
 def _loopback_peer(facts: Facts) -> list[SuggestedCommand]:
