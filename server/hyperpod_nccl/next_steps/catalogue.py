@@ -631,13 +631,18 @@ def _interfaces(facts: Facts) -> list[SuggestedCommand]:
 # --- the cluster's side: Kubernetes, HyperPod, Slurm, AWS (operations.md and friends) ----------
 
 
+def _namespace(facts: Facts) -> str | None:
+    """The namespace of the first pod the finding names, or None."""
+    return facts.pods[0][0] if facts.pods else None
+
+
 def _pod_words(facts: Facts) -> tuple[Word, ...]:
     namespace, pod = facts.pods[0] if facts.pods else (None, None)
     return value(PodName, pod), "-n", value(Namespace, namespace)
 
 
 def _pods(facts: Facts) -> list[SuggestedCommand]:
-    namespace = facts.pods[0][0] if facts.pods else None
+    namespace = _namespace(facts)
     return [
         suggest(
             "kubectl describe pod",
@@ -1145,7 +1150,7 @@ def _slurm_step_launch(facts: Facts) -> list[SuggestedCommand]:
 
 
 def _k8s_api_unreachable(facts: Facts) -> list[SuggestedCommand]:
-    namespace = facts.pods[0][0] if facts.pods else None
+    namespace = _namespace(facts)
     return [
         suggest(
             "kubectl get namespace",

@@ -503,7 +503,6 @@ _SIMPLE: dict[str, Meaning] = {
         74,
         "debugging-guide.md § 10",
     ),
-    # Weighed below any exception: where the rank that raised is in the input, its exception is the cause.
     "k8s_api_unreachable": _fail(
         "triage.config.k8s_api_unreachable",
         "A pod could not reach the Kubernetes API server: a service-mesh proxy not yet running (Istio holds "
@@ -530,6 +529,7 @@ _SIMPLE: dict[str, Meaning] = {
         82,
         "debugging-guide.md § 10",
     ),
+    # Weighed below any exception: where the rank that raised is in the input, its exception is the cause.
     "horovod_shutdown": _fail(
         "triage.collective.horovod_shutdown",
         "Horovod shut down while these ranks still called collectives: another rank left its training loop "
@@ -1681,7 +1681,11 @@ _NCCL_SYSTEM_CALL = _fail(
 
 
 def _nccl_error(event: Event) -> Meaning:
-    what = nccl_result(event)
+    return _nccl_result_meaning(nccl_result(event))
+
+
+def _nccl_result_meaning(what: str) -> Meaning:
+    """What an NCCL result says, by ncclGetErrorString's text."""
     if what.startswith(("invalid usage", "invalid argument")):
         return _NCCL_INVALID_USAGE
     if what.startswith("unhandled cuda error"):
@@ -1726,7 +1730,7 @@ def _nccl_return(event: Event) -> Meaning | None:
     if code == "2" and where.rsplit("/", 1)[-1] in ("socket.cc", "bootstrap.cc"):
         meaning = _BOOTSTRAP_SOCKET
     else:
-        meaning = _nccl_error(replace(event, fields={"what": _NCCL_RESULT_CODES[code]}))
+        meaning = _nccl_result_meaning(_NCCL_RESULT_CODES[code])
     return replace(meaning, weight=min(meaning.weight, _ECHO_WEIGHT))
 
 

@@ -226,10 +226,11 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
                 if len(scan.problems) < _MAX_PROBLEMS_PER_FILE:
                     scan.problems.append(f"{source}:{number}: line not understood ({error}); read past it")
     finally:
-        for _, text in report.tail:  # when the log ends: its last stamped line
-            _note_stamp(scan, strip(text))
+        tail = [(number, text, strip(text)) for number, text in report.tail]
+        for _, _, stripped in tail:  # when the log ends: its last stamped line
+            _note_stamp(scan, stripped)
         if not scan.storage:
-            _note_last_words(state, report.tail)
+            _note_last_words(state, tail)
         scan.lines_read += report.lines
         for line, dropped in report.truncated:
             scan.problems.append(f"{source}:{line}: line truncated, {dropped} bytes past 64 KiB not read")
@@ -250,14 +251,13 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
         _rank_from_name(scan)
 
 
-def _note_last_words(state: _FileState, tail: list[tuple[int, str]]) -> None:
+def _note_last_words(state: _FileState, tail: list[tuple[int, str, Stripped]]) -> None:
     """The latest of the file's last non-blank lines that says it failed, when no pattern named it: the
     never-silent fallback's last resort (`LAST_WORDS_FAILURE`)."""
-    last = [(number, text) for number, text in tail if text.strip()][-LAST_WORDS_LINES:]
-    for number, text in reversed(last):
+    last = [line for line in tail if line[1].strip()][-LAST_WORDS_LINES:]
+    for number, text, stripped in reversed(last):
         if number <= state.last_event_line:
             return
-        stripped = strip(text)
         if LAST_WORDS_FAILURE.search(stripped.message) and not LAST_WORDS_BENIGN.search(stripped.message):
             event = _event(state, "last_words", {}, number, text, stripped)
             event.offset = -1  # read after the pass: where the line starts is not kept
