@@ -316,10 +316,11 @@ def _bar(done: int, elapsed: str, rate: str = "25.13s/it", prefix: str = "") -> 
     "bars",
     [
         [_bar(499, "3:38:58"), _bar(496, "3:38:58"), _bar(497, "3:39:23")],  # a console paste, unprefixed
+        [_bar(499, "3:38:58"), _bar(496, "3:38:50")],  # the second bar a little older than the first
         [_bar(499, "3:38:58", prefix="[rank0]:"), _bar(496, "3:39:05", prefix="[rank1]:")],
         [_bar(1210, "10:00", "3.10it/s"), _bar(1190, "10:01", "3.02it/s")],  # fast steps, 20 apart
     ],
-    ids=["console", "ranks", "fast-steps"],
+    ids=["console", "older-second", "ranks", "fast-steps"],
 )
 def test_bars_of_one_loop_steps_apart_at_one_moment_are_ranks_that_drifted(
     tmp_path: Path, bars: list[str]

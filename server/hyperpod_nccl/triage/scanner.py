@@ -463,11 +463,12 @@ def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
 
 def _note_apart(kept: Event, new: Event) -> None:
     """Bars one key folds together (a console paste's unprefixed bars) that stood steps apart at the
-    same moment: the bar kept names the other, to be quoted with it."""
+    same moment: each names the other, so whichever is kept is quoted with the other."""
     apart = bars_apart(kept.fields, new.fields)
     if apart is not None:
-        new.fields[APART] = f"{apart[0]}/{apart[1]}"
-        new.fields[FRAME_LINE], new.fields[FRAME] = str(kept.line), kept.text
+        for bar, other in ((kept, new), (new, kept)):
+            bar.fields[APART] = f"{apart[0]}/{apart[1]}"
+            bar.fields[FRAME_LINE], bar.fields[FRAME] = str(other.line), other.text
 
 
 def _stamp(stripped: Stripped, fields: dict[str, str]) -> str | None:
