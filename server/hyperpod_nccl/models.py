@@ -305,7 +305,7 @@ class ResumeState(_Model):
 
 
 class RunOutcome(_Model):
-    outcome: Literal["completed", "crashed", "still running or cut short", "unknown"]
+    outcome: Literal["completed", "crashed", "never started", "still running or cut short", "unknown"]
     why: ShortText
     evidence: LogLine | None = None
 

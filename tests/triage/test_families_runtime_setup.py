@@ -167,7 +167,12 @@ def test_a_store_asked_for_libuv_on_a_build_without_it_is_the_build(tmp_path: Pa
 def test_a_peer_at_the_hostnames_loopback_alias_is_the_hosts_file(tmp_path: Path, text: str) -> None:
     report = triage(tmp_path, {"node-2.log": text + "\n"})
     assert root_finding(report) == ("config", "triage.config.loopback_peer"), describe(report)
-    assert "hostname -i" in commands_of(report, "triage.config.loopback_peer")
+    commands = commands_of(report, "triage.config.loopback_peer")
+    assert "hostname -i" in commands
+    # Only the variable of the library whose connection failed.
+    library = "NCCL" if "NCCL" in text else "GLOO"
+    other = {"NCCL": "GLOO", "GLOO": "NCCL"}[library]
+    assert f"{library}_SOCKET_IFNAME=" in commands and f"{other}_SOCKET_IFNAME=" not in commands, commands
 
 
 def test_a_healthy_line_naming_the_loopback_alias_is_not_a_failure(tmp_path: Path) -> None:
@@ -192,6 +197,7 @@ def test_a_step_srun_could_not_launch_is_the_steps_plugins(tmp_path: Path, lines
     report = triage(tmp_path, {"slurm-88123.out": "\n".join(lines) + "\n"})
     assert root_finding(report) == ("config", "triage.config.slurm_step_launch"), describe(report)
     assert "srun --mpi=list" in commands_of(report, "triage.config.slurm_step_launch")
+    assert report.job.outcome is not None and report.job.outcome.outcome == "never started", report.job
 
 
 def test_a_held_job_after_a_node_launch_failure_stays_the_nodes(tmp_path: Path) -> None:

@@ -1200,7 +1200,12 @@ def _bootstrap_socket(facts: Facts) -> list[SuggestedCommand]:
     )
 
 
+_SOCKET_IFNAME: dict[str, LiteralString] = {"gloo": "GLOO_SOCKET_IFNAME=", "nccl": "NCCL_SOCKET_IFNAME="}
+
+
 def _loopback_peer(facts: Facts) -> list[SuggestedCommand]:
+    # The library whose connection failed; both when its lines name neither (a store, a launcher).
+    libraries = sorted(facts.libraries) or ["gloo", "nccl"]
     return [
         on_node_check(
             facts,
@@ -1209,9 +1214,9 @@ def _loopback_peer(facts: Facts) -> list[SuggestedCommand]:
         ),
         _interfaces_here(facts),
         export(
-            joined("GLOO_SOCKET_IFNAME=", placeholder("interface")),
-            joined("NCCL_SOCKET_IFNAME=", placeholder("interface")),
-            why="the interface the nodes share, for gloo and NCCL alike, instead of the hostname's address",
+            *(joined(_SOCKET_IFNAME[name], placeholder("interface")) for name in libraries),
+            why=f"the interface the nodes share, for {' and '.join(libraries)}, instead of the hostname's "
+            "address",
         ),
     ]
 

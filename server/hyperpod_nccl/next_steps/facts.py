@@ -42,6 +42,8 @@ class Facts:
     peers: tuple[str, ...] = ()
     # An NCCL call failed and NCCL printed no WARN or INFO line: it ran with NCCL_DEBUG off.
     nccl_quiet: bool = False
+    # The communication libraries the finding's lines name ("gloo", "nccl"): whose variables to set.
+    libraries: frozenset[str] = frozenset()
 
     @property
     def node(self) -> str | None:

@@ -33,6 +33,7 @@ SAME_EVENT: tuple[tuple[str, ...], ...] = (
     ("triage.infra.node_failure", "triage.infra.node_not_ready"),
 )
 
+MISSING_RANKS_ID = "triage.input.missing_ranks"
 # What every failure leaves behind, whatever its cause: the others waiting and timing out, peers
 # losing their connections, the processes torn down.
 AFTERMATH = frozenset(
@@ -43,7 +44,7 @@ AFTERMATH = frozenset(
         "triage.nccl.silent_exit",
         "triage.nccl.straggler",
         "triage.nccl.busy_outside_nccl",
-        "triage.input.missing_ranks",
+        MISSING_RANKS_ID,
         "triage.network.remote_error",
         "triage.network.connection_closed",
         "triage.network.ib_flushed",
@@ -65,7 +66,7 @@ _VERDICT = frozenset(
         "triage.nccl.silent_exit",
         "triage.nccl.straggler",
         "triage.nccl.busy_outside_nccl",
-        "triage.input.missing_ranks",
+        MISSING_RANKS_ID,
     }
 )
 TIMEOUT_SECTION = "debugging-guide.md § 1"
@@ -117,8 +118,10 @@ def order_by_cause(findings: list[Finding], origin: Candidate | None, incident: 
     kept = []
     for finding in findings:
         if finding is not root and _follows(finding, root, started, incident):
-            # A consequence that quotes only lines the cause already quotes says nothing new.
-            if finding.evidence and all((e.source, e.line) in quoted for e in finding.evidence):
+            # A consequence that quotes only lines the cause already quotes says nothing new, unless
+            # what it says is that ranks are missing from the input.
+            says_more = finding.id == MISSING_RANKS_ID or not finding.evidence
+            if not says_more and all((e.source, e.line) in quoted for e in finding.evidence):
                 continue
             demote(finding, root)
         kept.append(finding)

@@ -109,6 +109,9 @@ def _store_host(incident: Incident) -> str | None:
     return next(iter(masters + hosts), None)
 
 
+_LIBRARIES = ("gloo", "nccl")
+
+
 def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
     ranks = tuple(finding.ranks)
     nodes = tuple(finding.nodes) or tuple(incident.nodes_of(ranks))
@@ -132,6 +135,9 @@ def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
         window=_window(finding, job),
         peers=_peers(finding, incident),
         nccl_quiet=job.nccl_quiet,
+        libraries=frozenset(
+            name for name in _LIBRARIES if any(name in e.text.lower() for e in finding.evidence)
+        ),
     )
 
 

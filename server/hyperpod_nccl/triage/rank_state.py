@@ -68,9 +68,11 @@ class RankState:
 
 def build_rank_states(events: Iterable[Event]) -> dict[int, RankState]:
     """One state per rank that left at least one watchdog / flight-recorder line."""
+    stated = [e for e in events if e.kind in STATE_KINDS and e.rank is not None]
+    main_group = _main_group(stated)
     by_rank: dict[int, list[Event]] = {}
-    for event in events:
-        if event.kind in STATE_KINDS and event.rank is not None and _in_default_group(event):
+    for event in stated:
+        if event.fields.get("pg", main_group) == main_group:
             by_rank.setdefault(event.rank, []).append(event)
     return {
         rank: _state_of(rank, sorted(found, key=lambda e: (e.source, e.line)))
@@ -78,9 +80,16 @@ def build_rank_states(events: Iterable[Event]) -> dict[int, RankState]:
     }
 
 
-def _in_default_group(event: Event) -> bool:
-    """Sub-groups have their own sequence numbers; the default group is the one every rank shares."""
-    return event.fields.get("pg", _DEFAULT_PG) == _DEFAULT_PG
+def _main_group(events: list[Event]) -> str:
+    """The group every rank shares: sub-groups have their own sequence numbers.
+
+    That is the default group (PG 0) when any line names it; a launcher that created a group of
+    its own first (accelerate's training loop reports `[PG 1 Rank 0]`) leaves the lowest id seen.
+    """
+    named = {pg for e in events if (pg := e.fields.get("pg")) is not None}
+    if not named or _DEFAULT_PG in named:
+        return _DEFAULT_PG
+    return min(named, key=int)
 
 
 def _state_of(rank: int, events: list[Event]) -> RankState:

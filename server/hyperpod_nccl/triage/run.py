@@ -6,7 +6,8 @@ whether it resumed from a checkpoint — each with the line that says so.
   stands apart. Node logs (dmesg, journal) keep history from before the job and are left out.
 - Outcome: `crashed` when a failure shows and the launcher, the scheduler or the watchdog ended
   the processes, or Python printed an error no code caught (the traceback's last line, with no
-  logger in front: the process that printed it ended); `still running or cut short` when the logs
+  logger in front: the process that printed it ended); `never started` when srun says it could not
+  launch the step's tasks; `still running or cut short` when the logs
   stop without an end (a failure seen but no exit, or no failure and no end-of-training line);
   `completed` when training said it finished and nothing failed; `unknown` when no worker log was
   read.
@@ -76,6 +77,16 @@ def run_outcome(incident: Incident, failed: bool, final: Event | None) -> RunOut
                 outcome="crashed",
                 why="a failure, then the processes were ended",
                 evidence=log_line(last, incident),
+            )
+        # Open MPI without PMI started its processes (they aborted in MPI_Init): not this case.
+        never_launched = incident.first(
+            [e for e in incident.index.kind("slurm_step_launch") if e.fields.get("no_pmi") is None]
+        )
+        if never_launched is not None:
+            return RunOutcome(
+                outcome="never started",
+                why="srun could not start the step's tasks: the training processes never ran",
+                evidence=log_line(never_launched, incident),
             )
         primary, following = abnormal_events(incident)
         seen = _latest(primary + following, incident)

@@ -19,7 +19,7 @@ that many steps' time apart read the same: a guess, labelled one.
 
 from __future__ import annotations
 
-from hyperpod_nccl.models import Category, Finding, Priority, Status
+from hyperpod_nccl.models import Category, Evidence, Finding, Priority, Status
 from hyperpod_nccl.triage.events import APART, Event
 from hyperpod_nccl.triage.findings import evidence, listed, quoted
 from hyperpod_nccl.triage.model import Incident
@@ -82,7 +82,7 @@ def ranks_drifted_apart(incident: Incident) -> Outcome:
         "process, so bars started that many steps' time apart read the same: every rank's full log, "
         "with times, tells the two apart.",
         ranks=listed(r for e in bars if (r := _own_rank(e)) is not None),
-        evidence=quoted([e for e in [*bars, witness] if e is not None], incident.topology),
+        evidence=[*_bar_lines(bars, incident), *quoted([witness] if witness else [], incident.topology)],
     )
     return blamed(
         incident,
@@ -95,6 +95,15 @@ def ranks_drifted_apart(incident: Incident) -> Outcome:
         first=bars[0],
         confidence="low",
     )
+
+
+def _bar_lines(bars: list[Event], incident: Incident) -> list[Evidence]:
+    """The bars' lines, with a rank only where the line names it: bars steps apart are two processes,
+    so the rank a file lends its unprefixed lines belongs to at most one of them."""
+    lines = quoted(bars, incident.topology)
+    if all(_own_rank(bar) is not None for bar in bars):
+        return lines
+    return [line.model_copy(update={"rank": None}) for line in lines]
 
 
 def _drifted(incident: Incident) -> tuple[tuple[int, int], list[Event]] | None:
