@@ -1514,8 +1514,14 @@ REASONS: dict[str, str] = {
         "with the configuration the checkpoint was saved with"
     ),
     "triage.config.resume_layout_changed": (
-        "the fix is the launch layout: resume on the node and GPU count the checkpoint was saved with, or "
-        "convert it (DeepSpeed's universal checkpoint, zero_to_fp32.py) and resume from the weights"
+        "the fix is the launch layout: resume on the node and GPU count (and the tensor and pipeline "
+        "parallel sizes) the checkpoint was saved with, or convert it (DeepSpeed's universal checkpoint, "
+        "zero_to_fp32.py, Megatron's checkpoint converter) and resume from that"
+    ),
+    "triage.software.ddp_model_differs": (
+        "the fix is in the training code or its configuration: every rank must build the same model (no "
+        "rank- or node-dependent layers, the same config file, checkpoint and library versions on every "
+        "node)"
     ),
     "triage.software.local_rank_argument": (
         "the fix is in the script: read the local rank from the LOCAL_RANK environment variable (torchrun "

@@ -563,14 +563,6 @@ _SIMPLE: dict[str, Meaning] = {
         76,
         "debugging-guide.md § 15",
     ),
-    "resume_layout": _fail(
-        "triage.config.resume_layout_changed",
-        "The checkpoint was saved with another data-parallel world size than this run's (a different "
-        "node or GPU count): its sharded optimizer state cannot be loaded as it is",
-        C.CONFIG,
-        78,
-        "debugging-guide.md § 18",
-    ),
     "host_slots_as_name": _fail(
         "triage.software.host_slots_as_name",
         "The launcher handed a host:slots entry (`localhost:4`) to ssh as a host name: this launcher "
@@ -1251,6 +1243,65 @@ def _checkpoint_shape(event: Event) -> Meaning:
     )
 
 
+_RESUME_LAYOUT = _fail(
+    "triage.config.resume_layout_changed",
+    "The checkpoint was saved with another parallel layout than this run's (another data-parallel world "
+    "size: a different node or GPU count; or other tensor or pipeline parallel sizes): its sharded state "
+    "cannot be loaded as it is",
+    C.CONFIG,
+    78,
+    "debugging-guide.md § 18",
+)
+
+
+def _resume_layout(event: Event) -> Meaning:
+    """Megatron-LM names the argument that differs: a parallel size is the layout; any other (layers,
+    hidden size, vocabulary) is a model configured unlike the checkpoint."""
+    arg = event.fields.get("arg")
+    if arg is None:
+        return _RESUME_LAYOUT
+    now, saved = event.fields.get("now", "?"), event.fields.get("saved", "?")
+    differs = f"{arg} is {now} in this run and {saved} in the checkpoint"
+    if "parallel" in arg or "world" in arg:
+        return replace(_RESUME_LAYOUT, title=f"{_RESUME_LAYOUT.title} ({differs})")
+    return _fail(
+        "triage.config.checkpoint_shape",
+        f"The run's arguments do not fit the checkpoint it loads ({differs}): launch with the arguments "
+        "the checkpoint was saved with, or load another checkpoint",
+        C.CONFIG,
+        74,
+        "debugging-guide.md § 18",
+    )
+
+
+# DDP compares every rank's parameters before the first step. A count of 0 from a peer is what the
+# comparison's all-gather returns when nothing came over the transport (a socket interface or an
+# InfiniBand GID the nodes cannot reach each other on), not a model without parameters.
+_DDP_MODEL_DIFFERS = _fail(
+    "triage.software.ddp_model_differs",
+    "The ranks built different models (DDP compares their parameters before the first step): code or "
+    "configuration that depends on the rank or the node (a layer added on rank 0, another config file or "
+    "checkpoint, another library version)",
+    C.SOFTWARE,
+    72,
+    "debugging-guide.md § 18",
+)
+_DDP_MODEL_NOTHING_ARRIVED = _fail(
+    "triage.config.ddp_model_check_empty",
+    "DDP's check of the ranks' models got 0 parameters from a peer: nothing arrived over the transport "
+    "between the nodes (NCCL on an interface or InfiniBand GID the nodes cannot reach each other on), "
+    "rather than a model without parameters",
+    C.CONFIG,
+    60,
+    "multinode.md § 2",
+)
+
+
+def _ddp_model_differs(event: Event) -> Meaning:
+    counts = (event.fields.get("count"), event.fields.get("peer_count"))
+    return _DDP_MODEL_NOTHING_ARRIVED if "0" in counts else _DDP_MODEL_DIFFERS
+
+
 def _container_gpu_setup(event: Event) -> Meaning:
     """The NVIDIA container toolkit could not give the container its GPUs: an image asking for a newer
     driver than the node's, or the toolkit against the node's driver and OS."""
@@ -1782,6 +1833,8 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "ucx_error": _ucx_error,
     "container_gpu_setup": _container_gpu_setup,
     "checkpoint_shape": _checkpoint_shape,
+    "resume_layout": _resume_layout,
+    "ddp_model_differs": _ddp_model_differs,
     "shm_exhausted": _shared_memory,
     "p2p_unsupported": _peer_access,
 }

@@ -387,8 +387,8 @@ PROCESS = (
     _p(
         "host_alloc",
         ("Errno 12]", "Cannot allocate memory", "MemoryError", "std::bad_alloc"),
-        r"^(?!.*(?:/dev/shm|torch_\d|shm|ibv_|reg_mr|[Rr]egist))(?=.*(?:Errno 12\]|Cannot allocate memory"
-        r"|(?<!OutOf)MemoryError|std::bad_alloc))",
+        r"^(?!.*(?:/dev/shm|torch_\d|shm|ibv_|reg_mr|[Rr]egist|[Ll]ibfabric))"
+        r"(?=.*(?:Errno 12\]|Cannot allocate memory|(?<!OutOf)MemoryError|std::bad_alloc))",
     ),
     _p(
         "srun_task",
@@ -683,12 +683,14 @@ CONFIG = (
         ("doesn't have NCCL", "ProcessGroupNCCL is only supported with GPUs"),
         r"^(?:.*?(?P<no_gpu>no GPUs found))?",
     ),
-    # A C++/CUDA extension compiled on the fly that did not build (DeepSpeed's ops, apex, a
-    # torch.utils.cpp_extension load): ninja's and nvcc's last words, and PyTorch's.
+    # A C++/CUDA extension compiled on the fly that did not build (DeepSpeed's ops, apex, Megatron's
+    # fused kernels, a torch.utils.cpp_extension load): ninja's and nvcc's last words, and PyTorch's.
     _p(
         "extension_build",
-        ("ninja: build stopped", "Error building extension", "nvcc fatal"),
-        r"(?:Error building extension '(?P<name>[\w.-]+)'|ninja: build stopped|nvcc fatal\s*:\s*(?P<why>.*))",
+        ("ninja: build stopped", "Error building extension", "nvcc fatal", "FAILED: "),
+        r"(?:Error building extension '(?P<name>[\w.-]+)'|ninja: build stopped|nvcc fatal\s*:\s*(?P<why>.*)"
+        # ninja's line for the object that did not compile (`FAILED: fused_adam.cuda.o`)
+        r"|^\s*FAILED: (?P<object>[\w./+-]+\.o)\s*$)",
     ),
     # A collective or DDP without a process group (`Default process group has not been initialized,
     # please make sure to call init_process_group.`): the script sets one up only under the launcher
@@ -787,7 +789,16 @@ CONFIG = (
     ),
     _p(
         "memreg",
-        ("Unable to register memory", "Call to ibv_reg", "Unable to register MR", "Failed to allocate pd"),
+        (
+            "Unable to register memory",
+            "Call to ibv_reg",
+            "Unable to register MR",
+            "Failed to allocate pd",
+            # libfabric's EFA provider, pinning its own receive buffers (`Libfabric error: (-12) Cannot
+            # allocate memory`, then `EFA internal error: (4112) Failure to post internal receive buffers`)
+            "Failure to post internal receive buffers",
+            "Libfabric error: (-12)",
+        ),
         r"^(?:.*?(?P<type>type = 2))?(?P<dmabuf>.*?dmabuf)?(?:.*?(?P<why>Cannot allocate memory"
         r"|Invalid argument|Bad address|Operation not supported|RC: -\d+|err -\d+))?",
     ),
@@ -1190,19 +1201,21 @@ FRAMEWORK = (
         r"|argument \S+: |ambiguous option|No such option|Missing option|Got unexpected extra argument"
         r"|Some specified arguments are not used by the HfArgumentParser)(?P<args>.{0,300})",
     ),
-    # The code reached the model through its data-parallel wrapper: `'DistributedDataParallel' object
-    # has no attribute 'generate'`, `… is of type: <class '…DistributedDataParallel'>, but should be
-    # <class '…ModelMixin'>` (a pipeline built from the wrapped model), FSDP's and DataParallel's alike.
     # A resume on another layout than the save's: DeepSpeed's `The checkpoint being loaded used a DP
     # world size of 32 but the current world size is 128. Automatic adjustment of ZeRO's optimizer state
-    # partitioning with a new world size is not currently supported.`
+    # partitioning with a new world size is not currently supported.`; Megatron-LM's check of the
+    # arguments a checkpoint was saved with (`tensor_model_parallel_size value from checkpoint (1) is not
+    # equal to the input argument value (2).`), which names the argument.
     _p(
         "resume_layout",
         (
             "used a DP world size of",
             "partitioning with a new world size",
             "saved with a different world size",
+            "value from checkpoint (",
         ),
+        r"^(?:.*?\b(?P<arg>\w+) value from checkpoint \((?P<saved>[^)]{0,40})\) is not equal to the input "
+        r"argument value \((?P<now>[^)]{0,40})\))?",
     ),
     # A checkpoint that does not fit the model it is loaded into (`size mismatch for
     # model.layers.3.mlp.up_proj.weight: copying a param with shape torch.Size([11008, 4096]) from
@@ -1220,6 +1233,22 @@ FRAMEWORK = (
         ("loss = nan", "loss=nan", "loss: nan", "loss is nan", "Loss is NaN", "loss is NaN", "loss': nan"),
         r"(?i)loss(?:'?\s*[:=]\s*| is )nan\b",
     ),
+    # DDP's check that every rank built the same model, before the first step: `DDP expects same model
+    # across all ranks, but Rank 2 has 363 params, while rank 0 has inconsistent 0 params.`, and
+    # per parameter `params[3] in this process with sizes [64, 3] appears not to match sizes of the
+    # same param in process 0.` A count of 0 from a peer is what the check's all-gather returns when
+    # nothing arrived over the transport.
+    _p(
+        "ddp_model_differs",
+        ("DDP expects same model across all ranks", "appears not to match"),
+        r"DDP expects same model across all ranks"
+        r"(?:.*?has (?P<count>\d+) params, while rank (?P<peer>\d+) has inconsistent "
+        r"(?P<peer_count>\d+) params)?"
+        r"|(?P<param>params\[\d+\]) in this process with (?:sizes|strides) .{0,200}? appears not to match",
+    ),
+    # The code reached the model through its data-parallel wrapper: `'DistributedDataParallel' object
+    # has no attribute 'generate'`, `… is of type: <class '…DistributedDataParallel'>, but should be
+    # <class '…ModelMixin'>` (a pipeline built from the wrapped model), FSDP's and DataParallel's alike.
     _p(
         "wrapper_misuse",
         ("DataParallel' object has no attribute", "DataParallel'>, but should be"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hyperpod_nccl.models import Category, Finding, Priority, Status
 from hyperpod_nccl.triage.events import Event
-from hyperpod_nccl.triage.fatal import exit_code, retried
+from hyperpod_nccl.triage.fatal import exit_code, nccl_result, retried
 from hyperpod_nccl.triage.findings import evidence, listed
 from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
@@ -95,6 +95,24 @@ def _failed(event: Event) -> bool:
     return True
 
 
+# NCCL's `internal error` with no WARN line saying which check failed (NCCL_DEBUG off) has causes of
+# every kind, seen in equal measure in public threads: no one of them is the likelier.
+_INTERNAL_ERROR_CAUSES = (
+    "NCCL said only that an internal check failed (no WARN line names it: NCCL_DEBUG was off). Known "
+    "causes: an interface NCCL_SOCKET_IFNAME names that one host lacks (multinode.md § 2), a topology "
+    "file NCCL cannot read (debugging-guide.md § 19), a network plugin built for another NCCL or NCCL "
+    "builds that differ between nodes (debugging-guide.md § 10), an NCCL bug; a rerun with "
+    "NCCL_DEBUG=WARN names the check."
+)
+_INTERNAL_ERROR_REFERENCES = ("multinode.md § 2", "debugging-guide.md § 19", "debugging-guide.md § 10")
+
+
+def _internal_error_alone(primary: list[Event]) -> bool:
+    if any(e.kind == "nccl_warn" for e in primary):
+        return False
+    return any(e.kind == "nccl_error" and nccl_result(e).startswith("internal error") for e in primary)
+
+
 def unexplained_failure(incident: Incident) -> Outcome:
     primary, following = abnormal_events(incident)
     # torchrun ("Root Cause (first observed failure)") and Open MPI ("The first process to do so
@@ -114,15 +132,19 @@ def unexplained_failure(incident: Incident) -> Outcome:
     ranks = [first.rank] if first.rank is not None else []
     nodes = [node] if (node := first.node or incident.node_of(first.rank)) else []
     seen = _what_was_seen(primary + following)
-    references = sorted({(_PRIMARY | _CONSEQUENCES)[e.kind][1] for e in witnesses})
+    references = {(_PRIMARY | _CONSEQUENCES)[e.kind][1] for e in witnesses}
+    known_causes = ""
+    if _internal_error_alone(primary):
+        known_causes = f" {_INTERNAL_ERROR_CAUSES}"
+        references |= set(_INTERNAL_ERROR_REFERENCES)
     finding = Finding(
         id=UNKNOWN_ID,
         status=Status.FAIL,
         priority=Priority.P0,
         title=f"A failure was seen but its cause is not established; the earliest sign is {what}",
         reference=reference,
-        detail=f"Seen: {seen}. No rule recognised the origin; the earliest abnormal line is quoted first. "
-        f"References that fit: {', '.join(references)}.",
+        detail=f"Seen: {seen}. No rule recognised the origin; the earliest abnormal line is quoted first."
+        f"{known_causes} References that fit: {', '.join(sorted(references))}.",
         ranks=listed(ranks),
         nodes=nodes,
         evidence=[evidence(e, incident.topology) for e in witnesses],
