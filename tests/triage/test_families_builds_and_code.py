@@ -205,10 +205,12 @@ def test_a_tracebacks_frames_alone_are_a_visible_failure(tmp_path: Path) -> None
         "(RayTrainWorker, rank=5, pid=812, ip=10.1.2.3)     batch = next(iterator)\n"
     )
     report = triage(tmp_path, {"driver.log": text})
-    assert report.root_cause is not None, describe(report)
-    assert cause(report)[:2] == (Category.UNKNOWN, [5]), describe(report)
-    failure = _finding(report, "triage.unknown.failure")
-    assert failure.status == Status.FAIL and "frames of a Python traceback" in failure.title
+    assert report.root_cause is not None and report.blocking, describe(report)
+    # frames in the training code: a low guess of an exception there, on the rank that printed them
+    assert cause(report)[:2] == (Category.SOFTWARE, [5]), describe(report)
+    assert report.root_cause.confidence == "low"
+    failure = _finding(report, "triage.software.cut_traceback")
+    assert failure.status == Status.FAIL and "exception line cut from the input" in failure.title
 
 
 def test_a_traceback_cut_before_its_exception_quotes_its_deepest_frame(tmp_path: Path) -> None:
@@ -221,7 +223,7 @@ def test_a_traceback_cut_before_its_exception_quotes_its_deepest_frame(tmp_path:
         f'  File "/app/{name}", line {line}, in {function}\n    call()\n' for name, line, function in frames
     )
     report = triage(tmp_path, {"train.log": text})
-    failure = _finding(report, "triage.unknown.failure")
+    failure = _finding(report, "triage.software.cut_traceback")
     quoted = [e.text for e in failure.evidence]
     assert any("_inner_training_loop" in line for line in quoted), quoted
     assert not any("<module>" in line for line in quoted), quoted

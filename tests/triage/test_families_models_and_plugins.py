@@ -160,3 +160,51 @@ def test_ddps_model_check_tells_different_models_from_nothing_arriving(
     assert root_finding(report) == expected, describe(report)
     if expected[1] == "triage.config.ddp_model_check_empty":
         assert "NCCL_SOCKET_IFNAME" in commands_of(report, expected[1])
+
+
+# --- a traceback cut before its exception line ----------------------------------------------------------
+
+_FRAMES = (
+    "[rank2]: Traceback (most recent call last):\n"
+    '[rank2]:   File "/work/train.py", line 88, in <module>\n'
+    "[rank2]:     main()\n"
+    '[rank2]:   File "{deepest}", line 412, in {function}\n'
+    "[rank2]:     {code}\n"
+)
+
+
+def test_a_traceback_cut_in_the_training_code_is_a_low_guess_of_an_exception_there(tmp_path: Path) -> None:
+    text = _FRAMES.format(
+        deepest="/opt/venv/lib/python3.11/site-packages/transformers/trainer.py",
+        function="_inner_training_loop",
+        code="tr_loss_step = self.training_step(model, inputs)",
+    )
+    report = triage(tmp_path, {"console.log": text})
+    assert root_finding(report) == ("software", "triage.software.cut_traceback"), describe(report)
+    assert report.root_cause is not None and report.root_cause.confidence == "low"
+    assert report.root_cause.culprit_ranks == [2]
+    assert "trainer.py:412 in _inner_training_loop" in report.root_cause.summary
+
+
+@pytest.mark.parametrize(
+    ("deepest", "function"),
+    [
+        ("/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", "barrier"),
+        ("/opt/venv/lib/python3.11/site-packages/horovod/torch/mpi_ops.py", "synchronize"),
+        ("/opt/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", "__next__"),
+    ],
+    ids=["process-group", "horovod", "dataloader"],
+)
+def test_a_traceback_cut_where_any_cause_may_hide_stays_unknown(
+    tmp_path: Path, deepest: str, function: str
+) -> None:
+    report = triage(tmp_path, {"console.log": _FRAMES.format(deepest=deepest, function=function, code="x")})
+    assert root_finding(report) == ("unknown", "triage.unknown.failure"), describe(report)
+
+
+def test_a_traceback_with_its_exception_line_is_not_cut(tmp_path: Path) -> None:
+    text = _FRAMES.format(deepest="/work/model.py", function="forward", code="y = self.proj(x)") + (
+        "[rank2]: ValueError: expected 4 dims, got 3\n"
+    )
+    report = triage(tmp_path, {"console.log": text})
+    assert root_finding(report) == ("software", "triage.software.exception"), describe(report)

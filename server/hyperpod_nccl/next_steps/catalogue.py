@@ -1518,6 +1518,10 @@ REASONS: dict[str, str] = {
         "parallel sizes) the checkpoint was saved with, or convert it (DeepSpeed's universal checkpoint, "
         "zero_to_fp32.py, Megatron's checkpoint converter) and resume from that"
     ),
+    "triage.software.cut_traceback": (
+        "no command reads the missing exception line: ask for the traceback to its end, from every rank "
+        "that printed one (the job's full log, not a screen's worth)"
+    ),
     "triage.software.ddp_model_differs": (
         "the fix is in the training code or its configuration: every rank must build the same model (no "
         "rank- or node-dependent layers, the same config file, checkpoint and library versions on every "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from hyperpod_nccl.triage.model import Incident, rules_of
 from hyperpod_nccl.triage.rules.catalogue import catalogue
+from hyperpod_nccl.triage.rules.cut_traceback import cut_traceback
 from hyperpod_nccl.triage.rules.diverged import diverged_after_training
 from hyperpod_nccl.triage.rules.exits import silent_exit
 from hyperpod_nccl.triage.rules.fabric import failed_at_first_contact
@@ -49,6 +50,7 @@ RULES: tuple[Rule, ...] = (
     process_group_stalled,
     shared_hostname,
     failed_at_first_contact,
+    cut_traceback,
 )
 
 __all__ = ["RULES", "Outcome", "Rule", "run_rules"]

@@ -1,0 +1,73 @@
+"""A Python traceback cut before its exception line: an exception in the code its frames run.
+
+Pastes often stop at the frames (the reporter copied a screen, an issue template cut the block).
+Nothing after the deepest frame says what was raised, but a traceback that ended the process
+through the training code, a trainer or a model library is an exception there: `software`, a low
+guess that asks for the missing line. Frames in code that wraps the outside world — the process
+group and its store, Horovod's collectives, CUDA's device set-up, a DataLoader, files and the
+network — could hold any cause, so they stay unknown.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hyperpod_nccl.models import Category, Finding, Priority, Status
+from hyperpod_nccl.triage.findings import evidence
+from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
+
+CUT_TRACEBACK_ID = "triage.software.cut_traceback"
+_WEIGHT = 10  # below every rule that names a cause; above "a failure was seen" alone
+# Lines that say what the traceback raised, or that something else failed after its frames.
+_CONTINUED = frozenset(
+    {"exception", "nccl_error", "nccl_warn", "cuda_error", "cuda_oom", "crash", "async_error", "last_words"}
+)
+# Frames in code that talks to the outside world: any cause may be behind them.
+_OUTSIDE = re.compile(
+    r"torch/distributed/|/c10d|/horovod/|torch/cuda/|torch/utils/data/|serialization\.py|/multiprocessing/"
+    r"|socket\.py|/ssl\.py"
+    r"|/urllib|/requests/|/http/|/(?:shutil|os|pathlib)\.py|/fsspec/|/boto"
+)
+_FILE = re.compile(r'File "(?P<file>[^"\n]{1,500})", line (?P<line>\d+), in (?P<function>\S+)')
+
+
+def cut_traceback(incident: Incident) -> Outcome:
+    continued = {(e.source, e.line) for e in incident.index.kind(*_CONTINUED)}
+    cut = [
+        frame
+        for frame in incident.index.kind("traceback_frame")
+        if not any(source == frame.source and line > frame.line for source, line in continued)
+    ]
+    frame = incident.first(cut)
+    if frame is None:
+        return Outcome()
+    where = _FILE.search(frame.text)
+    if where is None or _OUTSIDE.search(where["file"]):
+        return Outcome()
+    at = f"{where['file'].rsplit('/', 1)[-1]}:{where['line']} in {where['function']}"
+    finding = Finding(
+        id=CUT_TRACEBACK_ID,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"A Python traceback ended the process, its exception line cut from the input: the deepest "
+        f"frame is {at}, in the training code or a library it calls",
+        reference="debugging-guide.md § 15",
+        detail="The frames say where the exception was raised, not what it was: the line after the last "
+        "frame names it (the exception class and its message). Ask for the traceback to its end, on every "
+        "rank that printed one; the earliest rank's is the origin.",
+        ranks=[frame.rank] if frame.rank is not None else [],
+        nodes=[node] if (node := frame.node or incident.node_of(frame.rank)) else [],
+        evidence=[evidence(frame, incident.topology)],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.SOFTWARE,
+        weight=_WEIGHT,
+        title=f"Probably an exception in the code the traceback ran (deepest frame {at}); its exception line "
+        "is not in the input",
+        ranks=finding.ranks,
+        first=frame,
+        confidence="low",
+    )
