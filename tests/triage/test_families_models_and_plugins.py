@@ -208,3 +208,60 @@ def test_a_traceback_with_its_exception_line_is_not_cut(tmp_path: Path) -> None:
     )
     report = triage(tmp_path, {"console.log": text})
     assert root_finding(report) == ("software", "triage.software.exception"), describe(report)
+
+
+# --- a precision the GPU does not have -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with "
+        "cuda>=11.0",
+        "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla "
+        "V100-SXM2-32GB GPU has compute capability 7.0.",
+        "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+        "TypeError: Current CUDA Device does not support bfloat16. Please switch dtype to float16.",
+    ],
+    ids=["transformers", "vllm", "flash-attn", "torch"],
+)
+def test_a_precision_the_gpu_does_not_have_is_the_runs_settings(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": line + "\n"})
+    assert root_finding(report) == ("config", "triage.config.precision_unsupported"), describe(report)
+    assert "compute_cap" in commands_of(report, "triage.config.precision_unsupported")
+
+
+# --- CUDA errors after the transport failed ---------------------------------------------------------------
+
+_IB_FAILED = (
+    "gpu5:35917:35994 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer "
+    "10.0.0.4<41977> with status=12 opcode=0 len=0 vendor err 129 (Recv) hca mlx5_0\n"
+)
+_ILLEGAL = (
+    "gpu5:35917:35917 [1] init.cc:194 NCCL WARN Cuda failure 'an illegal memory access was encountered'\n"
+)
+
+
+def test_a_cuda_error_after_the_transport_failed_is_its_aftermath(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"gpu5.log": _IB_FAILED + _ILLEGAL})
+    assert root_finding(report)[1] == "triage.network.ib_retry_exceeded", describe(report)
+    aftermath = [f for f in report.findings if f.id == "triage.consequence.cuda_after_transport"]
+    assert len(aftermath) == 1 and aftermath[0].status == "INFO", describe(report)
+
+
+def test_a_cuda_error_before_any_transport_failure_is_still_the_cause(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"gpu5.log": _ILLEGAL + _IB_FAILED})
+    assert root_finding(report) == ("software", "triage.cuda.illegal_address"), describe(report)
+
+
+# --- a launcher's error line after a fact about the run ---------------------------------------------------
+
+
+def test_an_error_on_a_line_that_also_states_the_node_count_is_still_a_failure(tmp_path: Path) -> None:
+    text = (
+        "Error: failed to run torchrun --nproc_per_node=8 --nnodes=2 --node_rank=1 train.py on 10.0.0.9, "
+        "exception: 'NoneType' object has no attribute 'readline'\n"
+    )
+    report = triage(tmp_path, {"launch.log": text})
+    assert report.root_cause is not None and report.blocking, describe(report)
+    assert root_finding(report) == ("unknown", "triage.unknown.failure"), describe(report)

@@ -1181,6 +1181,16 @@ def _extension_build(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _precision_unsupported(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "nvidia-smi --query-gpu=name,compute_cap --format=csv",
+            "each GPU's compute capability: bf16 and FlashAttention need 8.0 (Ampere) or newer",
+        )
+    ]
+
+
 def _nccl_shm_peer_access(facts: Facts) -> list[SuggestedCommand]:
     return [
         *_versions(facts),
@@ -1426,6 +1436,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.ub_multicast": _ub_multicast,
     "triage.config.k8s_api_unreachable": _k8s_api_unreachable,
     "triage.software.extension_build": _extension_build,
+    "triage.config.precision_unsupported": _precision_unsupported,
     "triage.software.nccl_shm_peer_access": _nccl_shm_peer_access,
     "triage.config.mpi_tcp_interface": _mpi_tcp_interface,
     "triage.software.container_toolkit": _container_toolkit,

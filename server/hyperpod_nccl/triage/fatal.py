@@ -521,6 +521,15 @@ _SIMPLE: dict[str, Meaning] = {
         72,
         "debugging-guide.md § 10",
     ),
+    "precision_unsupported": _fail(
+        "triage.config.precision_unsupported",
+        "The run asked for a precision or kernel this GPU does not have (bf16 or FlashAttention before "
+        "Ampere: compute capability below 8.0): fp16 and the default attention on these GPUs, or GPUs of "
+        "Ampere or newer",
+        C.CONFIG,
+        74,
+        "debugging-guide.md § 10",
+    ),
     "libuv_missing": _fail(
         "triage.software.libuv_missing",
         "This PyTorch build has no libuv, yet its store was asked for one (torchrun's default from 2.4; "
@@ -886,6 +895,13 @@ HOROVOD_SHUT_DOWN_AFTER = _consequence(
     "triage.consequence.horovod_shutdown",
     "Horovod shut down on the other ranks after the rank named first failed",
     "debugging-guide.md § 2",
+)
+# A CUDA error NCCL or the program hit after the transport failed in the same process: the aborted
+# communicator's kernels and buffers, not a fault of their own.
+CUDA_AFTER_TRANSPORT = _consequence(
+    "triage.consequence.cuda_after_transport",
+    "CUDA errors after the network transport failed (NCCL's communicator aborted under running kernels)",
+    "debugging-guide.md § 3",
 )
 NCCL_RAISED = _consequence(
     "triage.consequence.nccl_error", "NCCL calls that returned an error", "debugging-guide.md § 3"

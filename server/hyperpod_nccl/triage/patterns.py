@@ -714,6 +714,22 @@ CONFIG = (
     # driver or toolkit has none: `does not support comm+GEMM overlap with CUDA Multicast. Launch app
     # with UB_SKIPMC=1 to try CUDA IPC instead.`
     _p("ub_multicast", ("overlap with CUDA Multicast", "UB_SKIPMC=1")),
+    # A precision or kernel the GPU cannot run, refused at start: bf16 before Ampere (transformers' `Your
+    # setup doesn't support bf16/gpu`, vLLM's `Bfloat16 is only supported on GPUs with compute
+    # capability of at least 8.0`, PyTorch's `Current CUDA Device does not support bfloat16`,
+    # accelerate's `bf16 mixed precision requires …`), FlashAttention's `only supports Ampere GPUs or
+    # newer`.
+    _p(
+        "precision_unsupported",
+        (
+            "doesn't support bf16",
+            "does not support bf16",
+            "does not support bfloat16",
+            "Bfloat16 is only supported on GPUs",
+            "bf16 mixed precision requires",
+            "only supports Ampere GPUs or newer",
+        ),
+    ),
     # fp16's dynamic loss scaler giving up (DeepSpeed, apex, fairseq: `Current loss scale already at
     # minimum - cannot decrease scale anymore`, `Minimum loss scale reached`): gradients overflowed at
     # every scale.

@@ -42,6 +42,7 @@ _MAX_PROBLEMS_PER_FILE = 5
 # Kinds whose latest line is kept: a bar's or a work item's last state; a traceback's deepest frame
 # (where a paste cut short before the exception stopped).
 _KEEP_LATEST = frozenset({"work_update", "progress", "traceback_frame"})
+_FACT_KINDS = frozenset(pattern.kind for pattern in RUN_FACTS)
 # Kinds whose second line is kept too (marked AGAIN): a process announcing a rank another already took.
 _KEEP_SECOND = frozenset({"ddp_member"})
 # Lines from a traceback frame to the exception it raised: a few frames, a pasted echo of them.
@@ -205,7 +206,7 @@ class _FileState:
         self.offset = -1  # of the line being read
         self.shm_frame: tuple[int, str] = (0, "")  # the last traceback frame inside shared-memory code
         self.grpc_status: tuple[int, str] = (0, "")  # the last bare gRPC status line
-        self.last_event_line = 0  # the file's last line that any pattern understood
+        self.last_event_line = 0  # the file's last line that a pattern understood as more than a fact
 
 
 def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
@@ -435,7 +436,8 @@ def _event(
 
 
 def _keep(state: _FileState, event: Event, key: tuple[object, ...]) -> None:
-    state.last_event_line = event.line
+    if event.kind not in _FACT_KINDS:  # a fact about the run (`--nnodes=2`) explains no failure
+        state.last_event_line = event.line
     existing = state.keyed.get(key)
     if existing is None:
         if len(state.keyed) < MAX_EVENTS_PER_FILE:

@@ -7,7 +7,14 @@ from collections.abc import Iterable
 
 from hyperpod_nccl.models import Category, Finding, Status
 from hyperpod_nccl.triage.events import Event
-from hyperpod_nccl.triage.fatal import HOROVOD_SHUT_DOWN_AFTER, NCCL_RAISED, Meaning, cuda_oom_figures
+from hyperpod_nccl.triage.fatal import (
+    CUDA_AFTER_TRANSPORT,
+    HOROVOD_SHUT_DOWN_AFTER,
+    NCCL_RAISED,
+    Meaning,
+    cuda_oom_figures,
+    retried,
+)
 from hyperpod_nccl.triage.findings import decisive, event_ranks, listed, quoted, scope
 from hyperpod_nccl.triage.model import Group, Incident
 from hyperpod_nccl.triage.root_cause import Candidate
@@ -24,6 +31,12 @@ _KILL_IDS = frozenset({"triage.host.sigkill"})
 # quoted instead).
 _GUESSES_WITHOUT_WARN = frozenset({"triage.config.nccl_system_call"})
 _NCCL_WARN_ID = "triage.nccl.warn"
+# CUDA errors that follow a transport failure in the same process are its aftermath.
+_CUDA_ERROR_IDS = frozenset(
+    {"triage.cuda.illegal_address", "triage.cuda.error", "triage.software.nccl_cuda_call"}
+)
+_TRANSPORT_FAILURE_KINDS = ("ib_completion", "ib_setup", "transport_error")
+_FLUSHED = "5"  # work requests flushed after an earlier error: not a failure of its own
 # After a candidate is proposed: who began the failure (origin.py), whether a fabric error means a
 # fabric that never worked (fabric.py), which cause an unreadable peer address has and which
 # interface a failed bootstrap went over (peer_address.py), and whether the rank Horovod lost is in
@@ -39,8 +52,7 @@ REFINERS: tuple[Refiner, ...] = (
 
 def catalogue(incident: Incident) -> Outcome:
     outcome = Outcome()
-    for group in incident.groups.values():
-        group = _without_withdrawn_guess(group, incident)
+    for group in _regrouped(incident):
         outcome.findings.append(catalogue_finding(group, incident))
         found = _catalogue_candidate(group, incident)
         if found is not None:
@@ -48,14 +60,53 @@ def catalogue(incident: Incident) -> Outcome:
     return outcome
 
 
+def _regrouped(incident: Incident) -> list[Group]:
+    """The incident's groups, guesses withdrawn and aftermath relabelled; groups that now share a
+    meaning (two kinds of CUDA error after one transport failure) are one."""
+    merged: dict[str, Group] = {}
+    for group in incident.groups.values():
+        group = _without_withdrawn_guess(group, incident)
+        if (kept := merged.get(group.meaning.id)) is not None:
+            group = Group(kept.meaning, kept.events + group.events)
+        merged[group.meaning.id] = group
+    return list(merged.values())
+
+
 def _without_withdrawn_guess(group: Group, incident: Incident) -> Group:
-    named_call = _NCCL_WARN_ID in incident.groups or incident.index.kind("ib_setup")
+    named_call = _NCCL_WARN_ID in incident.groups or incident.index.kind(
+        "ib_setup", *_TRANSPORT_FAILURE_KINDS
+    )
     if group.meaning.id in _GUESSES_WITHOUT_WARN and named_call:
         return Group(NCCL_RAISED, group.events)
+    if group.meaning.id in _CUDA_ERROR_IDS and _after_transport_failure(group.events, incident):
+        return Group(CUDA_AFTER_TRANSPORT, group.events)
     if group.meaning.id == SHUTDOWN_ID and first_failure_named(incident):
         # the shutdown followed the failure of the rank the launcher named
         return Group(HOROVOD_SHUT_DOWN_AFTER, group.events)
     return group
+
+
+def _after_transport_failure(events: list[Event], incident: Incident) -> bool:
+    """Every line came after a transport failure of the same file (below it, or later when both are
+    dated): the process's NCCL communicator had already failed."""
+    failures = [e for e in incident.index.kind(*_TRANSPORT_FAILURE_KINDS) if not retried(e)]
+    failures = [e for e in failures if e.kind != "ib_completion" or e.fields.get("status") != _FLUSHED]
+
+    def after(event: Event) -> bool:
+        for failure in failures:
+            if failure.source == event.source and failure.line < event.line:
+                return True
+            moment, failed_at = incident.at(event), incident.at(failure)
+            if (
+                moment is not None
+                and failed_at is not None
+                and failed_at < moment
+                and failure.node == event.node
+            ):
+                return True
+        return False
+
+    return bool(failures) and all(after(e) for e in events)
 
 
 def catalogue_finding(group: Group, incident: Incident) -> Finding:
