@@ -1400,7 +1400,13 @@ PYTHON = (
         '"message": "',
         r'"message": "' + _EXCEPTION_CLASS + r'(?::\s*(?P<what>[^"]*))?',
     ),
-    _p("setup_activity", ("Building wheel for", "Collecting ", "Installing collected packages")),
+    # pip at work (`Collecting torch==2.3.0`, `Building wheel for flash-attn`); not PyTorch's collect_env
+    # banner (`Collecting environment information...`).
+    _p(
+        "setup_activity",
+        ("Building wheel for", "Collecting ", "Installing collected packages"),
+        r"Building wheel for|Installing collected packages|Collecting (?!environment information)\S",
+    ),
     # After a logger's level word (`… - ERROR - KeyError: 'x'`) or at the start of the message. The
     # same regex serves both; a line without a level word, most of them, takes the one anchored at
     # the start, which fails at once where this one would scan the line for a level word first.
@@ -1542,6 +1548,16 @@ EVENT_PATTERNS: tuple[Pattern, ...] = (
     + PYTHON
     + VISIBLE
 )
+
+
+def nccl_release(version: str) -> str:
+    """NCCL's release as it is: PyTorch 1.8–1.9 split NCCL ≥ 2.9's version code (20909) as if it
+    were an older one's (2909), printing `20.9.9` for 2.9.9 and `21.1.4` for 2.11.4."""
+    parts = version.split(".")
+    if len(parts) != 3 or not all(part.isdigit() for part in parts) or int(parts[0]) < 20:
+        return version
+    code = int(parts[0]) * 1000 + int(parts[1]) * 100 + int(parts[2])
+    return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
 
 
 def elapsed_seconds(fields: dict[str, str]) -> int:

@@ -2,7 +2,7 @@
 
 Prefixes nest, outermost first: a log store's row (CloudWatch's console or Insights table copied as
 `| 2024-05-01 10:00:00.000 | message |`, or its events view as `<ISO time><TAB>message`),
-`kubectl logs --timestamps`, Ray's `(Worker pid=…)`, mpirun's
+`kubectl logs --timestamps`, pdsh's `host: `, Ray's `(Worker pid=…)`, mpirun's
 `[1,3]<stdout>:`, srun `--label`'s `3: `, torchrun's `[default3]:` (a *local* rank), PyTorch's
 `[rank3]:` / `[rank3]: ` (global), then a logger prefix (c10 glog, torchrun's elastic logging, vLLM's,
 NCCL's `host:pid:tid [dev]`, slurmstepd's `slurmstepd-host:`, UCX's `[host:pid:thread:tid]`, dmesg,
@@ -39,12 +39,17 @@ _KUBECTL_POD = r"\[pod/[^\]]+\] "
 # nested when one actor runs another's process (`(LLMRayActor pid=5) (EngineCore_DP0 pid=6) `).
 _RAY = r"(?P<ray>(?:\([^()\n]{0,160}?\bpid=\d+(?:, ip=[\w.:-]+)?\) ){1,3})"
 _RAY_RANK = re.compile(r"\brank=(\d+)")
+# pdsh's `host: ` in front of each remote line (DeepSpeed's multi-node launcher, `pdsh -w`): a host name
+# with a digit and a dot or hyphen (`compute-dy-p4d24xlarge-77: `, `ip-10-0-1-5: `), so a message that
+# starts with a word and a colon (`Error: `, `rank0: `, `top5: 0.91`) is not read as one, nor
+# slurmstepd's own `slurmstepd-<host>: ` (a logger prefix, below).
+_PDSH = r"(?P<pdsh>(?!slurmstepd-)(?=[^\s:]{0,253}\d)[A-Za-z][A-Za-z0-9]*(?:[.-][A-Za-z0-9]+)+): "
 _MPIRUN = r"\[\d+,(?P<mpirun>\d+)\]<std(?:out|err)>:\s?"
 _SRUN = r"\s{0,4}(?P<srun>\d{1,6}): "
 _TORCHRUN = r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?(?P<local>\d{1,6})\]:\s?"
 _TORCH_RANK = r"\[rank(?P<rank>\d+)\]:\s?"  # repeated: the last one is the rank
 _LAUNCHERS = re.compile(
-    rf"(?P<row>{_LOG_STORE_ROW})?(?:{_KUBECTL_TIME})?(?:{_KUBECTL_POD})?(?:{_RAY})?(?:{_MPIRUN}|{_SRUN})?"
+    rf"(?P<row>{_LOG_STORE_ROW})?(?:{_KUBECTL_TIME})?(?:{_KUBECTL_POD})?(?:{_PDSH})?(?:{_RAY})?(?:{_MPIRUN}|{_SRUN})?"
     rf"(?:{_TORCHRUN})?(?:{_TORCH_RANK})*"
 )
 
@@ -156,6 +161,8 @@ def _strip_launchers(text: str, found: Stripped) -> str:
         found.stamp = f"{zoned}T{match.group('kube_clock')}Z"  # RFC 3339 in UTC: the one zoned format
     elif day:
         found.stamp = f"{day}T{clock}"
+    if pdsh := match.group("pdsh"):
+        found.host = pdsh
     mpirun, srun, local, rank = match.group("mpirun", "srun", "local", "rank")
     label = mpirun or srun
     if label is not None:

@@ -207,6 +207,7 @@ class _FileState:
         self.shm_frame: tuple[int, str] = (0, "")  # the last traceback frame inside shared-memory code
         self.grpc_status: tuple[int, str] = (0, "")  # the last bare gRPC status line
         self.last_event_line = 0  # the file's last line that a pattern understood as more than a fact
+        self.frame_line = -1  # the last traceback frame line (`File "…", line N, in f`)
 
 
 def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
@@ -289,14 +290,26 @@ def _take_line(
         state.scan.unprefixed_lines += 1
     if number <= HEAD_LINES:
         _note_framework(state.scan, text)
-    if dispatcher is None:
+    if dispatcher is None or _frame_source_line(state, number, stripped.message):
         return
     for pattern in dispatcher.candidates(stripped.message, found):
         fields = pattern.parse(stripped.message)
         if fields is not None:
             _record(state, pattern, fields, number, text, stripped)
+            if pattern.kind == "traceback_frame":
+                state.frame_line = number
             if id(pattern) not in _FACTS:  # every fact a line states is kept, but only its first event
                 return
+
+
+def _frame_source_line(state: _FileState, number: int, message: str) -> bool:
+    """The indented line under a traceback frame is the source it ran (`    os.kill(pid, signal.SIGTERM)`,
+    `    raise ValueError("…")`): code, not something that happened."""
+    return (
+        number == state.frame_line + 1
+        and message.startswith("    ")
+        and not message.lstrip().startswith("File ")
+    )
 
 
 _DAEMON_CLOCK = re.compile(r"[IWE] (\d\d:\d\d:\d\d)\.\d+ ")

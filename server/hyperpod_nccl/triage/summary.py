@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from hyperpod_nccl.models import JobSummary, VersionGroup
 from hyperpod_nccl.rankset import MAX_RANKS, compress, expand
 from hyperpod_nccl.triage.events import Event, FileScan
+from hyperpod_nccl.triage.patterns import nccl_release
 
 if TYPE_CHECKING:
     from hyperpod_nccl.triage.model import Incident
@@ -258,7 +259,7 @@ def node_versions(by_kind: ByKind, topology: Topology) -> dict[str, dict[str, st
             continue
         found = versions.setdefault(node, {})
         if event.kind in ("nccl_version", "nccl_error", "remote_exit") and "version" in event.fields:
-            found.setdefault("nccl", event.fields["version"])
+            found.setdefault("nccl", nccl_release(event.fields["version"]))
         elif event.kind == "ofi_version":
             found.setdefault("aws_ofi_nccl", event.fields["version"].removesuffix("-aws").removesuffix("aws"))
         elif event.kind == "torch_version":

@@ -15,6 +15,8 @@ import re
 from hyperpod_nccl.models import Category, Finding, Priority, Status
 from hyperpod_nccl.triage.findings import evidence
 from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.patterns import EXCEPTION_NAME
+from hyperpod_nccl.triage.prefixes import strip
 from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 
 CUT_TRACEBACK_ID = "triage.software.cut_traceback"
@@ -29,11 +31,15 @@ _OUTSIDE = re.compile(
     r"|socket\.py|/ssl\.py"
     r"|/urllib|/requests/|/http/|/(?:shutil|os|pathlib)\.py|/fsspec/|/boto"
 )
+_RAISED = re.compile(EXCEPTION_NAME + r":")
 _FILE = re.compile(r'File "(?P<file>[^"\n]{1,500})", line (?P<line>\d+), in (?P<function>\S+)')
 
 
 def cut_traceback(incident: Incident) -> Outcome:
     continued = {(e.source, e.line) for e in incident.index.kind(*_CONTINUED)}
+    # an exception line another pattern read first (`subprocess.CalledProcessError: … returned non-zero
+    # exit status 1.` is a worker's exit as well)
+    continued |= {(e.source, e.line) for e in incident.index.events if _RAISED.match(strip(e.text).message)}
     cut = [
         frame
         for frame in incident.index.kind("traceback_frame")

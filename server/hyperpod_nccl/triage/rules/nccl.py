@@ -175,7 +175,13 @@ def _incomplete(incident: Incident) -> Finding:
     missing = len(verdict.absent) + len(verdict.unread)
     if not parts:
         parts.append("The other ranks of the job left no line in the input (its size is not known)")
-    whose = f"Logs of {missing} ranks are" if missing else "The other ranks' logs are"
+    # A world size the logs only imply (the highest rank seen) counts the missing from below.
+    at_least = "" if incident.topology.world_known else "at least "
+    whose = (
+        f"Logs of {at_least}{missing} rank{'s' if missing > 1 else ''} are"
+        if missing
+        else "The other ranks' logs are"
+    )
     waiting = f"{len(verdict.waiting)} rank{'s' if len(verdict.waiting) > 1 else ''}"
     return Finding(
         id="triage.input.missing_ranks",

@@ -102,7 +102,7 @@ _INTERNAL_ERROR_CAUSES = (
     "causes: an interface NCCL_SOCKET_IFNAME names that one host lacks (multinode.md § 2), a topology "
     "file NCCL cannot read (debugging-guide.md § 19), a network plugin built for another NCCL or NCCL "
     "builds that differ between nodes (debugging-guide.md § 10), an NCCL bug; a rerun with "
-    "NCCL_DEBUG=WARN names the check."
+    "NCCL_DEBUG=INFO names the check in a WARN line and shows the network plugin each rank loaded."
 )
 _INTERNAL_ERROR_REFERENCES = ("multinode.md § 2", "debugging-guide.md § 19", "debugging-guide.md § 10")
 
@@ -137,6 +137,7 @@ def unexplained_failure(incident: Incident) -> Outcome:
     if _internal_error_alone(primary):
         known_causes = f" {_INTERNAL_ERROR_CAUSES}"
         references |= set(_INTERNAL_ERROR_REFERENCES)
+        reference = _INTERNAL_ERROR_REFERENCES[-1]  # the section that lists them
     finding = Finding(
         id=UNKNOWN_ID,
         status=Status.FAIL,

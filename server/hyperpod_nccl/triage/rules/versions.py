@@ -7,6 +7,7 @@ from collections import Counter
 from hyperpod_nccl.models import Category, Finding, Priority, Status
 from hyperpod_nccl.triage.findings import evidence
 from hyperpod_nccl.triage.model import Incident
+from hyperpod_nccl.triage.patterns import nccl_release
 from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 
 _COMPONENTS = (
@@ -42,7 +43,7 @@ def _skew(
     odd_ranks = sorted(r for r, node in topology.rank_node.items() if node in odd_nodes)
     of_kind = incident.index.kind(kind)
     witnesses = [e for e in of_kind if (e.node or topology.node_of(e.rank)) in odd_nodes][:1]
-    witnesses += [e for e in of_kind if e.fields.get("version") == majority][:1]
+    witnesses += [e for e in of_kind if nccl_release(e.fields.get("version", "")) == majority][:1]
     spread = ", ".join(
         f"{version} on {count} node{'s' if count > 1 else ''}" for version, count in counts.most_common()
     )
