@@ -107,3 +107,17 @@ def test_missing_ranks_counted_from_an_implied_world_say_at_least(tmp_path: Path
     report = triage(tmp_path, {"console.log": text})
     missing = [f for f in report.findings if f.id == "triage.input.missing_ranks"]
     assert missing and missing[0].title.startswith("Logs of at least 1 rank are missing"), describe(report)
+
+
+def test_an_exception_line_run_into_another_tracebacks_markers_is_read(tmp_path: Path) -> None:
+    # Python 3.11's `^^^^` markers from another process's traceback, in the same terminal
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/app/train.py", line 12, in <module>\n'
+        "    build(config)\n"
+        "^^^^^^^^^KeyError: ^^'vocab_size'\n"
+    )
+    report = triage(tmp_path, {"console.log": text})
+    assert report.root_cause is not None and report.root_cause.finding == "triage.software.exception", (
+        describe(report)
+    )

@@ -1416,7 +1416,9 @@ PYTHON = (
         r"^(?:.*?\b(?:ERROR|CRITICAL|FATAL)\b[\]:|\s-]*)?\s*" + _EXCEPTION_CLASS + _EXCEPTION_WHAT,
         needs_any=("ERROR", "CRITICAL", "FATAL"),
     ),
-    _p("exception", _EXCEPTION_ANCHORS, r"^\s*" + _EXCEPTION_CLASS + _EXCEPTION_WHAT),
+    # Python 3.11's location markers (`^^^^`, `~~~`) from other processes' tracebacks, written into the
+    # same terminal, may run into the exception line (`^^^^^^^^^ValueError: …`).
+    _p("exception", _EXCEPTION_ANCHORS, r"^[\s^~]*" + _EXCEPTION_CLASS + _EXCEPTION_WHAT),
     # Not the WARNs NCCL prints when an optional part is absent and it carries on without it (no
     # verbs library: no IB, sockets instead; no net plugin): the transport lines say what it used.
     _p(
