@@ -4,6 +4,7 @@ that can start a failure is one origin candidate, refined by its family's origin
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from hyperpod_nccl.models import Category, Finding, Status
 from hyperpod_nccl.triage.events import Event
@@ -87,26 +88,24 @@ def _without_withdrawn_guess(group: Group, incident: Incident) -> Group:
 
 
 def _after_transport_failure(events: list[Event], incident: Incident) -> bool:
-    """Every line came after a transport failure of the same file (below it, or later when both are
-    dated): the process's NCCL communicator had already failed."""
-    failures = [e for e in incident.index.kind(*_TRANSPORT_FAILURE_KINDS) if not retried(e)]
-    failures = [e for e in failures if e.kind != "ib_completion" or e.fields.get("status") != _FLUSHED]
+    """Every line came after a transport failure of the same file (below it, or later on the same node
+    when both are dated): the process's NCCL communicator had already failed."""
+    first_line: dict[str, int] = {}
+    first_time: dict[str | None, datetime] = {}
+    for failure in incident.index.kind(*_TRANSPORT_FAILURE_KINDS):
+        if retried(failure) or (failure.kind == "ib_completion" and failure.fields.get("status") == _FLUSHED):
+            continue
+        first_line[failure.source] = min(failure.line, first_line.get(failure.source, failure.line))
+        if (failed_at := incident.at(failure)) is not None:
+            first_time[failure.node] = min(failed_at, first_time.get(failure.node, failed_at))
 
     def after(event: Event) -> bool:
-        for failure in failures:
-            if failure.source == event.source and failure.line < event.line:
-                return True
-            moment, failed_at = incident.at(event), incident.at(failure)
-            if (
-                moment is not None
-                and failed_at is not None
-                and failed_at < moment
-                and failure.node == event.node
-            ):
-                return True
-        return False
+        if event.line > first_line.get(event.source, event.line):
+            return True
+        moment, failed_at = incident.at(event), first_time.get(event.node)
+        return moment is not None and failed_at is not None and failed_at < moment
 
-    return bool(failures) and all(after(e) for e in events)
+    return bool(first_line) and all(after(e) for e in events)
 
 
 def catalogue_finding(group: Group, incident: Incident) -> Finding:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from hyperpod_nccl.models import Category, Finding, Priority, Status
+from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.findings import evidence
 from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.patterns import EXCEPTION_NAME
@@ -32,19 +33,31 @@ _OUTSIDE = re.compile(
     r"|/urllib|/requests/|/http/|/(?:shutil|os|pathlib)\.py|/fsspec/|/boto"
 )
 _RAISED = re.compile(EXCEPTION_NAME + r":")
+
+
+def _continues(event: Event) -> bool:
+    """A line after the frames that says what was raised, or that something else failed; an exception
+    line another pattern read first counts (`subprocess.CalledProcessError: … returned non-zero exit
+    status 1.` is a worker's exit as well)."""
+    return event.kind in _CONTINUED or _RAISED.match(strip(event.text).message) is not None
+
+
 _FILE = re.compile(r'File "(?P<file>[^"\n]{1,500})", line (?P<line>\d+), in (?P<function>\S+)')
 
 
 def cut_traceback(incident: Incident) -> Outcome:
-    continued = {(e.source, e.line) for e in incident.index.kind(*_CONTINUED)}
-    # an exception line another pattern read first (`subprocess.CalledProcessError: … returned non-zero
-    # exit status 1.` is a worker's exit as well)
-    continued |= {(e.source, e.line) for e in incident.index.events if _RAISED.match(strip(e.text).message)}
-    cut = [
-        frame
-        for frame in incident.index.kind("traceback_frame")
-        if not any(source == frame.source and line > frame.line for source, line in continued)
-    ]
+    frames = incident.index.kind("traceback_frame")
+    if not frames:
+        return Outcome()
+    deepest: dict[str, int] = {}
+    for frame in frames:
+        deepest[frame.source] = max(frame.line, deepest.get(frame.source, 0))
+    continued = {
+        event.source
+        for event in incident.index.events
+        if event.line > deepest.get(event.source, event.line) and _continues(event)
+    }
+    cut = [frame for frame in frames if frame.source not in continued and frame.line == deepest[frame.source]]
     frame = incident.first(cut)
     if frame is None:
         return Outcome()
