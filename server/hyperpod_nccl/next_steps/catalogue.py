@@ -1181,6 +1181,17 @@ def _extension_build(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _ddp_model_check_empty(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *_interfaces(facts),
+        export(
+            "NCCL_DEBUG=INFO",
+            "NCCL_DEBUG_SUBSYS=INIT,NET",
+            why="for one run: the interface and transport each rank chose, to see which the nodes lack",
+        ),
+    ]
+
+
 def _precision_unsupported(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(
@@ -1437,6 +1448,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.k8s_api_unreachable": _k8s_api_unreachable,
     "triage.software.extension_build": _extension_build,
     "triage.config.precision_unsupported": _precision_unsupported,
+    "triage.config.ddp_model_check_empty": _ddp_model_check_empty,
     "triage.software.nccl_shm_peer_access": _nccl_shm_peer_access,
     "triage.config.mpi_tcp_interface": _mpi_tcp_interface,
     "triage.software.container_toolkit": _container_toolkit,

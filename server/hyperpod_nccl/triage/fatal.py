@@ -1304,9 +1304,9 @@ _DDP_MODEL_DIFFERS = _fail(
 )
 _DDP_MODEL_NOTHING_ARRIVED = _fail(
     "triage.config.ddp_model_check_empty",
-    "DDP's check of the ranks' models got 0 parameters from a peer: nothing arrived over the transport "
-    "between the nodes (NCCL on an interface or InfiniBand GID the nodes cannot reach each other on), "
-    "rather than a model without parameters",
+    "DDP's check of the ranks' models got 0 parameters from a peer: most likely nothing arrived over the "
+    "transport (NCCL on an interface or InfiniBand GID the nodes cannot reach each other on, when the two "
+    "ranks are on different nodes), rather than a model without parameters",
     C.CONFIG,
     60,
     "multinode.md § 2",
