@@ -74,9 +74,7 @@ def _regrouped(incident: Incident) -> list[Group]:
 
 
 def _without_withdrawn_guess(group: Group, incident: Incident) -> Group:
-    named_call = _NCCL_WARN_ID in incident.groups or incident.index.kind(
-        "ib_setup", *_TRANSPORT_FAILURE_KINDS
-    )
+    named_call = _NCCL_WARN_ID in incident.groups or incident.index.kind(*_TRANSPORT_FAILURE_KINDS)
     if group.meaning.id in _GUESSES_WITHOUT_WARN and named_call:
         return Group(NCCL_RAISED, group.events)
     if group.meaning.id in _CUDA_ERROR_IDS and _after_transport_failure(group.events, incident):

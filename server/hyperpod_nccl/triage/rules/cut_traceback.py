@@ -32,7 +32,8 @@ _OUTSIDE = re.compile(
     r"|socket\.py|/ssl\.py"
     r"|/urllib|/requests/|/http/|/(?:shutil|os|pathlib)\.py|/fsspec/|/boto"
 )
-_RAISED = re.compile(EXCEPTION_NAME + r":")
+_RAISED = re.compile(r"[\s^~]*" + EXCEPTION_NAME + r":")
+_FILE = re.compile(r'File "(?P<file>[^"\n]{1,500})", line (?P<line>\d+), in (?P<function>\S+)')
 
 
 def _continues(event: Event) -> bool:
@@ -40,9 +41,6 @@ def _continues(event: Event) -> bool:
     line another pattern read first counts (`subprocess.CalledProcessError: … returned non-zero exit
     status 1.` is a worker's exit as well)."""
     return event.kind in _CONTINUED or _RAISED.match(strip(event.text).message) is not None
-
-
-_FILE = re.compile(r'File "(?P<file>[^"\n]{1,500})", line (?P<line>\d+), in (?P<function>\S+)')
 
 
 def cut_traceback(incident: Incident) -> Outcome:
