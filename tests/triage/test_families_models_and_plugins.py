@@ -265,3 +265,15 @@ def test_an_error_on_a_line_that_also_states_the_node_count_is_still_a_failure(t
     report = triage(tmp_path, {"launch.log": text})
     assert report.root_cause is not None and report.blocking, describe(report)
     assert root_finding(report) == ("unknown", "triage.unknown.failure"), describe(report)
+
+
+def test_tensorflows_collective_shape_mismatch_is_the_workers_disagreeing(tmp_path: Path) -> None:
+    text = (
+        "2021-03-02 09:12:44.120031: W tensorflow/core/framework/op_kernel.cc:1763] OP_REQUIRES failed at "
+        "collective_ops.cc:125 : Invalid argument: Shape mismatch in the collective instance 12. Op at "
+        "device /job:worker/replica:0/task:0/device:GPU:0 expected shape [1024] but another member in the "
+        "group expected shape [1000]. This is likely due to different input shapes at different members of "
+        "the collective op.\n"
+    )
+    report = triage(tmp_path, {"worker-0.log": text})
+    assert root_finding(report) == ("collective_mismatch", "triage.nccl.collective_shape"), describe(report)

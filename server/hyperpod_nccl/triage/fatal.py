@@ -361,7 +361,8 @@ _SIMPLE: dict[str, Meaning] = {
     ),
     "collective_shape": _fail(
         "triage.nccl.collective_shape",
-        "A collective's tensor sizes do not fit the other ranks' (shapes differ across ranks)",
+        "A collective's tensor sizes do not fit the other ranks' (shapes differ across ranks: code or data "
+        "that differs by rank, or workers running different code or environments)",
         C.COLLECTIVE_MISMATCH,
         72,
         "debugging-guide.md § 2",

@@ -167,6 +167,11 @@ COLLECTIVES = (
             "same size as output size times world size",
             "All tensor operands to scatter/gather",
             "Tensor list input to scatter/gather must match",
+            # TensorFlow's collectives (MultiWorkerMirroredStrategy): `Shape mismatch in the collective
+            # instance 106. Op at device … expected shape [49] but another member in the group expected
+            # shape [64]`
+            "Shape mismatch in the collective instance",
+            "different input shapes at different members of the collective",
         ),
     ),
     # Horovod's stall inspector: tensors some ranks submitted and the others never did, by name.
