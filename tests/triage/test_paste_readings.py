@@ -121,3 +121,13 @@ def test_an_exception_line_run_into_another_tracebacks_markers_is_read(tmp_path:
     assert report.root_cause is not None and report.root_cause.finding == "triage.software.exception", (
         describe(report)
     )
+
+
+def test_a_launcher_prefix_behind_a_progress_bars_redraw_names_the_rank() -> None:
+    found = strip("  0%|          | 0/4 [00:00<?, ?it/s][1,3]<stdout>:25")
+    assert (found.rank, found.message) == (3, "25")
+
+
+def test_a_progress_bar_alone_keeps_its_text() -> None:
+    line = " 50%|#####     | 2/4 [00:01<00:01, 1.50it/s]"
+    assert strip(line).message == line

@@ -39,6 +39,7 @@ _KUBECTL_POD = r"\[pod/[^\]]+\] "
 # nested when one actor runs another's process (`(LLMRayActor pid=5) (EngineCore_DP0 pid=6) `).
 _RAY = r"(?P<ray>(?:\([^()\n]{0,160}?\bpid=\d+(?:, ip=[\w.:-]+)?\) ){1,3})"
 _RAY_RANK = re.compile(r"\brank=(\d+)")
+_BAR_REACH = 160  # a progress bar's redraw is shorter than this
 # pdsh's `host: ` in front of each remote line (DeepSpeed's multi-node launcher, `pdsh -w`): a host name
 # with a digit and a dot or hyphen (`compute-dy-p4d24xlarge-77: `, `ip-10-0-1-5: `), so a message that
 # starts with a word and a colon (`Error: `, `rank0: `, `top5: 0.91`) is not read as one, nor
@@ -155,7 +156,9 @@ def message_rank(message: str) -> int | None:
 def _strip_launchers(text: str, found: Stripped) -> str:
     match = _LAUNCHERS.match(text)  # every part is optional: it matches, if only the empty string
     if match is None or not match.end():
-        return text
+        match = _after_progress_bar(text)
+        if match is None:
+            return text
     day, clock, zoned = match.group("row_day", "row_clock", "kube_day")
     if zoned:
         found.stamp = f"{zoned}T{match.group('kube_clock')}Z"  # RFC 3339 in UTC: the one zoned format
@@ -180,6 +183,16 @@ def _strip_launchers(text: str, found: Stripped) -> str:
     if match.group("row") and text.endswith("|"):  # the table row's closing border
         text = text[:-1].rstrip()
     return text
+
+
+def _after_progress_bar(text: str) -> re.Match[str] | None:
+    """A launcher prefix behind a progress bar's last redraw (`  0%|  | 0/4 [00:00<?, ?it/s][1,3]<stdout>:`):
+    a terminal's carriage returns pasted as one line. The line is the prefixed process's."""
+    end = max(text.find("it/s]", 0, _BAR_REACH), text.find("s/it]", 0, _BAR_REACH))
+    if end < 0:
+        return None
+    match = _LAUNCHERS.match(text, end + 5)
+    return match if match is not None and match.end() > end + 5 else None
 
 
 def _strip_logger(text: str, found: Stripped) -> str:
