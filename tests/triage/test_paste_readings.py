@@ -131,3 +131,15 @@ def test_a_launcher_prefix_behind_a_progress_bars_redraw_names_the_rank() -> Non
 def test_a_progress_bar_alone_keeps_its_text() -> None:
     line = " 50%|#####     | 2/4 [00:01<00:01, 1.50it/s]"
     assert strip(line).message == line
+
+
+def test_node_commands_for_a_pods_hostname_ask_kubernetes_for_its_node(tmp_path: Path) -> None:
+    text = (
+        "task-646--1-mhpnk:91:123 [0] transport/net_ib.cc:881 NCCL WARN NET/IB : Got completion from peer "
+        "172.17.127.143<49577> with error 12, opcode 1, len 0, vendor err 129\n"
+    )
+    report = triage(tmp_path, {"worker-1.log": text})
+    commands = [c.command for f in report.findings for c in f.suggested_commands]
+    assert "kubectl get pod task-646--1-mhpnk -o wide" in commands, commands
+    assert not any(c.startswith(("kubectl describe node", "kubectl cordon")) for c in commands), commands
+    assert len(commands) == len(set(commands)), commands

@@ -47,5 +47,9 @@ def reason_for(finding: Finding) -> str | None:
 
 
 def read_only_first(commands: list[SuggestedCommand]) -> list[SuggestedCommand]:
-    """Confirmation before any fix: commands ordered from harmless to destructive, stable otherwise."""
-    return sorted(commands, key=lambda command: _HARM.index(command.blast_radius))
+    """Confirmation before any fix: commands ordered from harmless to destructive, stable otherwise;
+    a command two steps came to alike (the node of a pod, to look at and to cordon) once."""
+    once: dict[str, SuggestedCommand] = {}
+    for command in sorted(commands, key=lambda command: _HARM.index(command.blast_radius)):
+        once.setdefault(command.command, command)
+    return list(once.values())

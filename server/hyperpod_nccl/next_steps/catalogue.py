@@ -11,6 +11,7 @@ findings no command fits, why. A value the input does not hold becomes a placeho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import LiteralString
@@ -109,7 +110,28 @@ def on_node_check(facts: Facts, command: LiteralString, why: str, *, root: bool 
     )
 
 
+# The random suffix Kubernetes gives a Job's or ReplicaSet's pods (`task-646--1-mhpnk`): a pod's
+# hostname, which NCCL and the launchers print where a node's would be. Node commands need its node.
+_GENERATED_POD = re.compile(r"-[bcdfghjklmnpqrstvwxz2456789]{5}$")
+
+
+def _pod_not_node(facts: Facts) -> bool:
+    return not facts.slurm and facts.node is not None and _GENERATED_POD.search(facts.node) is not None
+
+
+def _pods_node(facts: Facts, why: str) -> SuggestedCommand:
+    return suggest(
+        "kubectl get pod",
+        value(PodName, facts.node),
+        "-o wide",
+        why=f"{facts.node} is a pod's hostname, not a node: the NODE column names the node to {why}",
+        permission="pods: get",
+    )
+
+
 def exclude_node(facts: Facts, why: str) -> SuggestedCommand:
+    if _pod_not_node(facts):
+        return _pods_node(facts, "cordon (kubectl cordon <node>)")
     if facts.slurm:
         return suggest(
             "sbatch",
@@ -129,6 +151,8 @@ def exclude_node(facts: Facts, why: str) -> SuggestedCommand:
 
 
 def show_node(facts: Facts, why: str) -> SuggestedCommand:
+    if _pod_not_node(facts):
+        return _pods_node(facts, "describe (kubectl describe node <node>)")
     if facts.slurm:
         return suggest("scontrol show node", _node_word(facts), why=why, permission=_SLURM_USER)
     return suggest(
