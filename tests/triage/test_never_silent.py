@@ -285,3 +285,13 @@ def test_the_last_lines_reach_past_a_final_line_without_a_newline(tmp_path: Path
     report = run_triage([log])
     (failure,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
     assert [e.line for e in failure.evidence] == [2]
+
+
+def test_of_several_unknown_error_lines_at_the_end_the_earliest_is_quoted(tmp_path: Path) -> None:
+    """The earliest abnormal line is the one named: the ones after it are often its echo."""
+    log = tmp_path / "launch.log"
+    first = "Error: failed to run worker.sh on 10.0.0.8, exception: stream closed"
+    log.write_text(f"{HEALTHY[2]}\n{first}\n{first.replace('10.0.0.8', '10.0.0.9')}\n")
+    report = run_triage([log])
+    (failure,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
+    assert [e.line for e in failure.evidence] == [2]

@@ -254,12 +254,12 @@ def _scan_stream(stream: BinaryIO, source: str, scan: FileScan) -> None:
 
 
 def _note_last_words(state: _FileState, tail: list[tuple[int, str, Stripped]]) -> None:
-    """The latest of the file's last non-blank lines that says it failed, when no pattern named it: the
-    never-silent fallback's last resort (`LAST_WORDS_FAILURE`)."""
+    """The earliest of the file's last non-blank lines below its last understood one that says it
+    failed: the never-silent fallback's last resort (`LAST_WORDS_FAILURE`)."""
     last = [line for line in tail if line[1].strip()][-LAST_WORDS_LINES:]
-    for number, text, stripped in reversed(last):
+    for number, text, stripped in last:
         if number <= state.last_event_line:
-            return
+            continue
         if LAST_WORDS_FAILURE.search(stripped.message) and not LAST_WORDS_BENIGN.search(stripped.message):
             event = _event(state, "last_words", {}, number, text, stripped)
             event.offset = -1  # read after the pass: where the line starts is not kept
