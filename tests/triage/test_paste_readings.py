@@ -143,3 +143,22 @@ def test_node_commands_for_a_pods_hostname_ask_kubernetes_for_its_node(tmp_path:
     assert "kubectl get pod task-646--1-mhpnk -o wide" in commands, commands
     assert not any(c.startswith(("kubectl describe node", "kubectl cordon")) for c in commands), commands
     assert len(commands) == len(set(commands)), commands
+
+
+_IB_12 = (
+    "{host}:91:123 [0] transport/net_ib.cc:881 NCCL WARN NET/IB : Got completion from peer "
+    "10.0.0.7<49577> with error 12, opcode 1, len 0, vendor err 129\n"
+)
+
+
+def test_a_fabric_error_with_nothing_before_it_is_a_low_guess_either_way(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"worker-1.log": _IB_12.format(host="gpu-a1")})
+    assert report.root_cause is not None and report.root_cause.confidence == "low", describe(report)
+    assert "perhaps one bad link" in report.root_cause.summary
+
+
+def test_a_fabric_error_after_the_jobs_start_before_any_collective_is_the_settings(tmp_path: Path) -> None:
+    start = "gpu-a1:91:91 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.6<0>\n"
+    report = triage(tmp_path, {"worker-1.log": start + _IB_12.format(host="gpu-a1")})
+    assert report.root_cause is not None and report.root_cause.confidence == "medium", describe(report)
+    assert "before any collective completed" in report.root_cause.summary

@@ -31,13 +31,28 @@ def never_worked(candidate: Candidate, group: Group, incident: Incident) -> None
         return
     nodes = {e.node or incident.node_of(e.rank) for e in group.events} - {None}
     everywhere = len(nodes) >= 2 and nodes >= set(incident.topology.nodes)
-    candidate.category = Category.CONFIG
-    candidate.title = (
-        f"{group.meaning.title}{' on every node' if everywhere else ''} before any collective completed: "
-        "the nodes never talked over the fabric (RoCE GID index or routing, MTUs that differ between nodes, "
-        "security group self rule, GPUDirect RDMA or provider settings), not one bad link"
+    # A paste that starts at the error shows nothing of the job before it: first use is then a guess.
+    first = candidate.first
+    shown_before = first is not None and any(
+        e.source == first.source and e.line < first.line for e in incident.index.events
     )
-    candidate.confidence = "medium"
+    settings = (
+        "the nodes never talked over the fabric (RoCE GID index or routing, MTUs that differ between nodes, "
+        "security group self rule, GPUDirect RDMA or provider settings)"
+    )
+    candidate.category = Category.CONFIG
+    if shown_before or everywhere:
+        candidate.title = (
+            f"{group.meaning.title}{' on every node' if everywhere else ''} before any collective completed: "
+            f"{settings}, not one bad link"
+        )
+        candidate.confidence = "medium"
+    else:
+        candidate.title = (
+            f"{group.meaning.title}, with nothing before it in the input: perhaps {settings}, perhaps one "
+            "bad link or NIC: the lines before it (did a collective complete?) and the other nodes' logs tell"
+        )
+        candidate.confidence = "low"
     candidate.ranks, candidate.nodes = [], []  # a setting shared by the job, not one node's fault
 
 
