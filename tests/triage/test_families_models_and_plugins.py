@@ -277,3 +277,28 @@ def test_tensorflows_collective_shape_mismatch_is_the_workers_disagreeing(tmp_pa
     )
     report = triage(tmp_path, {"worker-0.log": text})
     assert root_finding(report) == ("collective_mismatch", "triage.nccl.collective_shape"), describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: Input tensor data type is not supported for NCCL process group: BFloat16",
+        "gpu-2:77:77 [0] enqueue.cc:1001 NCCL WARN Unsupported datatype 9",
+        "RuntimeError: Invalid scalar type",
+    ],
+    ids=["pytorch", "nccl", "gloo"],
+)
+def test_a_data_type_the_backend_cannot_reduce_is_its_version_or_the_cast(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": line + "\n"})
+    assert root_finding(report) == ("software", "triage.software.dtype_unsupported"), describe(report)
+    assert "torch.cuda.nccl.version()" in commands_of(report, "triage.software.dtype_unsupported")
+
+
+def test_a_launcher_hung_up_by_its_terminal_is_how_the_job_was_started(tmp_path: Path) -> None:
+    text = (
+        " 49%|####9     | 2844/5772 [4:22:09<4:26:46,  5.47s/it]W0519 07:08:17.209025 1396 "
+        "torch/distributed/elastic/agent/server/api.py:741] Received Signals.SIGHUP death signal, shutting "
+        "down workers\n"
+    )
+    report = triage(tmp_path, {"nohup.out": text})
+    assert root_finding(report) == ("config", "triage.config.terminal_hangup"), describe(report)

@@ -213,8 +213,11 @@ def test_a_launcher_stopped_from_outside_says_which_signal_and_who_sends_it(
     tmp_path: Path, line: str, signal: str
 ) -> None:
     report = triage(tmp_path, {"console.log": line + "\n"})
-    assert cause(report)[0] == Category.INFRASTRUCTURE, describe(report)
-    finding = next(f for f in report.findings if f.id == "triage.infra.terminated")
+    # a hang-up is how the job was started (a terminal that closed), a SIGTERM the cluster acting on it
+    hangup = signal == "SIGHUP"
+    assert cause(report)[0] == (Category.CONFIG if hangup else Category.INFRASTRUCTURE), describe(report)
+    finding_id = "triage.config.terminal_hangup" if hangup else "triage.infra.terminated"
+    finding = next(f for f in report.findings if f.id == finding_id)
     assert f"received {signal} " in finding.title, finding.title
     assert ("terminal" in finding.detail) == (signal == "SIGHUP"), finding.detail
 

@@ -1565,6 +1565,10 @@ REASONS: dict[str, str] = {
         "parallel sizes) the checkpoint was saved with, or convert it (DeepSpeed's universal checkpoint, "
         "zero_to_fp32.py, Megatron's checkpoint converter) and resume from that"
     ),
+    "triage.config.terminal_hangup": (
+        "the fix is how the job is started: under sbatch, tmux or screen, or with setsid, so that no "
+        "terminal or SSH session it hangs from can end it (nohup alone does not shield torchrun)"
+    ),
     "triage.software.cut_traceback": (
         "no command reads the missing exception line: ask for the traceback to its end, from every rank "
         "that printed one (the job's full log, not a screen's worth)"

@@ -522,6 +522,14 @@ _SIMPLE: dict[str, Meaning] = {
         72,
         "debugging-guide.md § 10",
     ),
+    "dtype_unsupported": _fail(
+        "triage.software.dtype_unsupported",
+        "The communication backend has no collective for this tensor's data type (bf16 needs NCCL 2.10 or "
+        "later; gloo has none for bf16): a newer NCCL, or the tensor cast before the collective",
+        C.SOFTWARE,
+        72,
+        "debugging-guide.md § 10",
+    ),
     "precision_unsupported": _fail(
         "triage.config.precision_unsupported",
         "The run asked for a precision or kernel this GPU does not have (bf16 or FlashAttention before "

@@ -719,6 +719,14 @@ CONFIG = (
     # driver or toolkit has none: `does not support comm+GEMM overlap with CUDA Multicast. Launch app
     # with UB_SKIPMC=1 to try CUDA IPC instead.`
     _p("ub_multicast", ("overlap with CUDA Multicast", "UB_SKIPMC=1")),
+    # A data type the backend has no reduction for: PyTorch's `Input tensor data type is not supported
+    # for NCCL process group: BFloat16` (NCCL before 2.10 has no bf16), NCCL's own `Unsupported datatype`,
+    # gloo's `Invalid scalar type` for bf16.
+    _p(
+        "dtype_unsupported",
+        ("data type is not supported for NCCL process group", "Unsupported datatype", "Invalid scalar type"),
+        r"(?:not supported for NCCL process group: (?P<dtype>\w+)|Unsupported datatype|Invalid scalar type)",
+    ),
     # A precision or kernel the GPU cannot run, refused at start: bf16 before Ampere (transformers' `Your
     # setup doesn't support bf16/gpu`, vLLM's `Bfloat16 is only supported on GPUs with compute
     # capability of at least 8.0`, PyTorch's `Current CUDA Device does not support bfloat16`,

@@ -178,6 +178,9 @@ _SENDERS = {
     "15": ("SIGTERM", _SCHEDULER),
 }
 _NUMBER_OF = {name: number for number, (name, _) in _SENDERS.items()}
+_HANGUP = "1"
+_SCHEDULER_SECTION = "debugging-guide.md § 16"
+HANGUP_ID = "triage.config.terminal_hangup"
 
 
 def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
@@ -186,26 +189,43 @@ def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
     named = _NUMBER_OF.get(signal.fields.get("signame", ""))
     number = signal.fields.get("signum") or signal.fields.get("got") or named or "15"
     name, sender = _SENDERS.get(number, (f"signal {number}", _SCHEDULER))
-    finding = Finding(
-        id="triage.infra.terminated",
-        status=Status.FAIL,
-        priority=Priority.P0,
-        title=f"The job was stopped from outside: its launcher received {name} before any failure showed",
-        reference="debugging-guide.md § 16",
-        detail=f"Nothing in the logs failed before the launcher was told to shut down: {sender}",
-        nodes=[n for n in [signal.node or incident.node_of(signal.rank)] if n],
-        evidence=[evidence(signal, incident.topology)],
+    # A hang-up is how the job was started (a terminal it still hung from), not the cluster acting on it.
+    hangup = number == _HANGUP
+    said = (
+        f"The job was stopped from outside: its launcher received {name} before any failure showed",
+        f"Nothing in the logs failed before the launcher was told to shut down: {sender}",
+    )
+    finding = (
+        _stopped(HANGUP_ID, _SCHEDULER_SECTION, said, signal, incident)
+        if hangup
+        else _stopped("triage.infra.terminated", _SCHEDULER_SECTION, said, signal, incident)
     )
     return blamed(
         incident,
         finding,
-        category=Category.INFRASTRUCTURE,
+        category=Category.CONFIG if hangup else Category.INFRASTRUCTURE,
         weight=_UNKNOWN_WEIGHT,
         title=f"Stopped from outside (the launcher received {name}) before any failure showed",
         ranks=[],
         first=signal,
         confidence="low",
         nodes=[],
+    )
+
+
+def _stopped(
+    finding_id: str, reference: str, said: tuple[str, str], signal: Event, incident: Incident
+) -> Finding:
+    title, detail = said
+    return Finding(
+        id=finding_id,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=title,
+        reference=reference,
+        detail=detail,
+        nodes=[n for n in [signal.node or incident.node_of(signal.rank)] if n],
+        evidence=[evidence(signal, incident.topology)],
     )
 
 
