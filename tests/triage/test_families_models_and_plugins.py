@@ -284,9 +284,8 @@ def test_tensorflows_collective_shape_mismatch_is_the_workers_disagreeing(tmp_pa
     [
         "RuntimeError: Input tensor data type is not supported for NCCL process group: BFloat16",
         "gpu-2:77:77 [0] enqueue.cc:1001 NCCL WARN Unsupported datatype 9",
-        "RuntimeError: Invalid scalar type",
     ],
-    ids=["pytorch", "nccl", "gloo"],
+    ids=["pytorch", "nccl"],
 )
 def test_a_data_type_the_backend_cannot_reduce_is_its_version_or_the_cast(tmp_path: Path, line: str) -> None:
     report = triage(tmp_path, {"train.log": line + "\n"})

@@ -524,8 +524,8 @@ _SIMPLE: dict[str, Meaning] = {
     ),
     "dtype_unsupported": _fail(
         "triage.software.dtype_unsupported",
-        "The communication backend has no collective for this tensor's data type (bf16 needs NCCL 2.10 or "
-        "later; gloo has none for bf16): a newer NCCL, or the tensor cast before the collective",
+        "NCCL has no collective for this tensor's data type (bf16 needs NCCL 2.10 or later): a newer NCCL, "
+        "or the tensor cast before the collective",
         C.SOFTWARE,
         72,
         "debugging-guide.md § 10",

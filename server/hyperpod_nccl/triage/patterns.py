@@ -720,12 +720,12 @@ CONFIG = (
     # with UB_SKIPMC=1 to try CUDA IPC instead.`
     _p("ub_multicast", ("overlap with CUDA Multicast", "UB_SKIPMC=1")),
     # A data type the backend has no reduction for: PyTorch's `Input tensor data type is not supported
-    # for NCCL process group: BFloat16` (NCCL before 2.10 has no bf16), NCCL's own `Unsupported datatype`,
-    # gloo's `Invalid scalar type` for bf16.
+    # for NCCL process group: BFloat16` (NCCL before 2.10 has no bf16), NCCL's own `Unsupported datatype`.
+    # (gloo's `Invalid scalar type` for bf16 is left to the exception rule: other ops raise it too.)
     _p(
         "dtype_unsupported",
-        ("data type is not supported for NCCL process group", "Unsupported datatype", "Invalid scalar type"),
-        r"(?:not supported for NCCL process group: (?P<dtype>\w+)|Unsupported datatype|Invalid scalar type)",
+        ("data type is not supported for NCCL process group", "Unsupported datatype"),
+        r"(?:not supported for NCCL process group: (?P<dtype>\w+)|Unsupported datatype)",
     ),
     # A precision or kernel the GPU cannot run, refused at start: bf16 before Ampere (transformers' `Your
     # setup doesn't support bf16/gpu`, vLLM's `Bfloat16 is only supported on GPUs with compute
