@@ -726,6 +726,7 @@ CONFIG = (
         "dtype_unsupported",
         ("data type is not supported for NCCL process group", "Unsupported datatype"),
         r"(?:not supported for NCCL process group: (?P<dtype>\w+)|Unsupported datatype)",
+        needs_any=("NCCL",),  # other libraries say `Unsupported datatype` of their own types
     ),
     # A precision or kernel the GPU cannot run, refused at start: bf16 before Ampere (transformers' `Your
     # setup doesn't support bf16/gpu`, vLLM's `Bfloat16 is only supported on GPUs with compute
