@@ -33,31 +33,35 @@ class Declared:
         return self.status in (None, Status.FAIL, Status.WARN)
 
 
-def _constants(body: list[ast.stmt], outer: dict[str, str]) -> dict[str, str]:
-    """Names bound to text at the top of a module or function (`ref = "debugging-guide.md § 3"`)."""
+def _constants(body: list[ast.stmt], outer: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Names bound to text at the top of a module or function (`ref = "debugging-guide.md § 3"`), each
+    with every text it may hold (`finding_id = HANGUP_ID if hangup else TERMINATED_ID`)."""
     found = dict(outer)
     for node in body:
         if isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            text = _text(node.value, found) if node.value is not None else None
+            texts = _texts(node.value, found) if node.value is not None else ()
             for target in targets:
-                if isinstance(target, ast.Name) and text is not None:
-                    found[target.id] = text
+                if isinstance(target, ast.Name) and texts:
+                    found[target.id] = texts
     return found
 
 
-def _text(node: ast.expr, constants: dict[str, str]) -> str | None:
+def _texts(node: ast.expr, constants: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """Every text an expression may evaluate to; () where it is not text known before run time."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
+        return (node.value,)
     if isinstance(node, ast.Name):
-        return constants.get(node.id)
+        return constants.get(node.id, ())
     if isinstance(node, ast.JoinedStr):
         parts = [part.value if isinstance(part, ast.Constant) else _ANY for part in node.values]
-        return "".join(str(part) for part in parts)
+        return ("".join(str(part) for part in parts),)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _text(node.left, constants), _text(node.right, constants)
-        return left + right if left is not None and right is not None else None
-    return None
+        lefts, rights = _texts(node.left, constants), _texts(node.right, constants)
+        return tuple(left + right for left in lefts for right in rights)
+    if isinstance(node, ast.IfExp):
+        return _texts(node.body, constants) + _texts(node.orelse, constants)
+    return ()
 
 
 def _status(call: ast.Call) -> Status | None:
@@ -71,8 +75,8 @@ def _status(call: ast.Call) -> Status | None:
 
 
 def _calls(
-    tree: ast.Module, module: dict[str, str], scopes: dict[int, dict[str, str]]
-) -> list[tuple[ast.Call, dict[str, str]]]:
+    tree: ast.Module, module: dict[str, tuple[str, ...]], scopes: dict[int, dict[str, tuple[str, ...]]]
+) -> list[tuple[ast.Call, dict[str, tuple[str, ...]]]]:
     """Every call, with the names its function (or the module) binds to text."""
     found = []
     for function in (f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)):
@@ -80,6 +84,10 @@ def _calls(
     seen = {id(call) for call, _ in found}
     found += [(c, module) for c in ast.walk(tree) if isinstance(c, ast.Call) and id(c) not in seen]
     return found
+
+
+def _is_id(text: str) -> bool:
+    return _ID.match(text) is not None and not text.endswith((".md", ".py"))
 
 
 @cache
@@ -90,10 +98,14 @@ def declared_findings() -> tuple[Declared, ...]:
         module = _constants(tree.body, {})
         scopes = {id(f): _constants(f.body, module) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
         for call, constants in _calls(tree, module, scopes):
-            texts = [_text(node, constants) for node in [*call.args, *(k.value for k in call.keywords)]]
-            ids = [t for t in texts if t and _ID.match(t) and not t.endswith((".md", ".py"))]
-            references = [t for t in texts if t and REFERENCE_POINTER.match(t)]
+            arguments = [_texts(node, constants) for node in [*call.args, *(k.value for k in call.keywords)]]
+            # One argument names the finding (one id, or the ids a condition chooses between) and one
+            # names its reference.
+            ids = [alts for alts in arguments if alts and all(_is_id(text) for text in alts)]
+            references = [
+                alts[0] for alts in arguments if len(alts) == 1 and REFERENCE_POINTER.match(alts[0])
+            ]
             if len(ids) == 1 and len(references) == 1:
                 where = f"{path.relative_to(PACKAGE)}:{call.lineno}"
-                found.append(Declared(ids[0], references[0], _status(call), where))
+                found += [Declared(one, references[0], _status(call), where) for one in ids[0]]
     return tuple(found)

@@ -181,6 +181,7 @@ _NUMBER_OF = {name: number for number, (name, _) in _SENDERS.items()}
 _HANGUP = "1"
 _SCHEDULER_SECTION = "debugging-guide.md § 16"
 HANGUP_ID = "triage.config.terminal_hangup"
+TERMINATED_ID = "triage.infra.terminated"
 
 
 def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
@@ -191,14 +192,16 @@ def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
     name, sender = _SENDERS.get(number, (f"signal {number}", _SCHEDULER))
     # A hang-up is how the job was started (a terminal it still hung from), not the cluster acting on it.
     hangup = number == _HANGUP
-    said = (
-        f"The job was stopped from outside: its launcher received {name} before any failure showed",
-        f"Nothing in the logs failed before the launcher was told to shut down: {sender}",
-    )
-    finding = (
-        _stopped(HANGUP_ID, _SCHEDULER_SECTION, said, signal, incident)
-        if hangup
-        else _stopped("triage.infra.terminated", _SCHEDULER_SECTION, said, signal, incident)
+    finding_id = HANGUP_ID if hangup else TERMINATED_ID
+    finding = Finding(
+        id=finding_id,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title=f"The job was stopped from outside: its launcher received {name} before any failure showed",
+        reference=_SCHEDULER_SECTION,
+        detail=f"Nothing in the logs failed before the launcher was told to shut down: {sender}",
+        nodes=[n for n in [signal.node or incident.node_of(signal.rank)] if n],
+        evidence=[evidence(signal, incident.topology)],
     )
     return blamed(
         incident,
@@ -210,22 +213,6 @@ def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
         first=signal,
         confidence="low",
         nodes=[],
-    )
-
-
-def _stopped(
-    finding_id: str, reference: str, said: tuple[str, str], signal: Event, incident: Incident
-) -> Finding:
-    title, detail = said
-    return Finding(
-        id=finding_id,
-        status=Status.FAIL,
-        priority=Priority.P0,
-        title=title,
-        reference=reference,
-        detail=detail,
-        nodes=[n for n in [signal.node or incident.node_of(signal.rank)] if n],
-        evidence=[evidence(signal, incident.topology)],
     )
 
 
