@@ -112,3 +112,30 @@ def test_a_straggler_trigger_time_computed_from_the_watchdog_says_it_is_derived(
     assert report.root_cause is not None
     trigger = report.root_cause.chain[0]
     assert trigger.startswith("trigger:") and "(derived: watchdog time − timeout)" in trigger, trigger
+
+
+_TIMEOUT = (
+    "[rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600659 "
+    "milliseconds before timing out.\n"
+)
+
+
+def test_a_lone_console_lends_its_bare_lines_to_no_rank(tmp_path: Path) -> None:
+    """The launcher prefixed rank 1's lines and left the rest bare: those may be the straggler's."""
+    (tmp_path / "console.log").write_text(
+        "Clustering 111099511 points in 128D to 524288 clusters, redo 1 times, 4 iterations\n"
+        "  Preprocessing in 8.98 s\n" + _TIMEOUT
+    )
+    report = run_triage([tmp_path])
+    waiting = next(a for a in report.activity if a.rank == 1)
+    assert waiting.before == [] and waiting.note
+
+
+def test_a_ranks_own_file_keeps_its_bare_lines(tmp_path: Path) -> None:
+    """Beside other one-rank files, bare lines (stdout, NCCL's own output) are the file's rank's."""
+    (tmp_path / "rank1.log").write_text("loading shard 7 of 8 from /fsx/data\n" + _TIMEOUT)
+    (tmp_path / "rank2.log").write_text("[rank2]:[W Utils.hpp:133] Warning: NCCL_DEBUG set\n")
+    report = run_triage([tmp_path])
+    waiting = next(a for a in report.activity if a.rank == 1)
+    assert [line.text for line in waiting.before] == ["loading shard 7 of 8 from /fsx/data"]

@@ -1535,7 +1535,8 @@ REASONS: dict[str, str] = {
     "triage.collective.horovod_shutdown": (
         "the cause is in the log of the rank that left or raised, which these lines do not name: read every "
         "rank's log for the first exception, or for a loop that ended early (early stopping decided on one "
-        "rank is fixed by broadcasting the decision from rank 0)"
+        "rank is fixed by broadcasting the decision from rank 0); `horovodrun --output-filename DIR` keeps "
+        "one log per rank for the next run"
     ),
     "triage.nccl.pg_detected_mismatch": _CODE,
     "triage.nccl.nccl_detected_mismatch": _CODE,

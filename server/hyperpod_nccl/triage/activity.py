@@ -119,8 +119,14 @@ def _lines_before(window: bytes, anchor: Event, *, starts_file: bool) -> list[tu
 
 
 def _single_rank_file(incident: Incident, source: str) -> bool:
+    """A file whose every line is its one rank's. A lone console where a launcher prefixed one rank's
+    lines and left others bare is not: those may be any rank's (another's progress, stdout), so only
+    the prefixed lines count. Beside other one-rank files, it is that rank's own file."""
     scan = next((s for s in incident.scans if s.source == source), None)
-    return scan is not None and len(scan.ranks) == 1
+    if scan is None or len(scan.ranks) != 1:
+        return False
+    per_rank_files = sum(len(other.ranks) == 1 for other in incident.scans if not other.storage) > 1
+    return per_rank_files or not scan.mixes_prefixed_and_bare()
 
 
 def _belongs_to(anchor: Stripped, rank: int, single: bool) -> Callable[[Stripped], bool]:

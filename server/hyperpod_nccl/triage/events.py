@@ -58,3 +58,9 @@ class FileScan:
     problems: list[str] = field(default_factory=list)
     damage: str | None = None  # why the file was not read to its end (binary, cut short, read error)
     unprefixed_lines: int = 0  # lines read that no launcher or rank prefix attributes to a rank
+    launcher_ranked_lines: int = 0  # lines a launcher's per-line prefix attributes to a rank
+
+    def mixes_prefixed_and_bare(self) -> bool:
+        """A launcher prefixed some lines with a rank and left others bare: a console, or a rank's own
+        file whose bare lines came from outside the prefixing (NCCL's C++ output, stdout)."""
+        return bool(self.launcher_ranked_lines and self.unprefixed_lines)

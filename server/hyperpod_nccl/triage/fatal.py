@@ -550,9 +550,9 @@ _SIMPLE: dict[str, Meaning] = {
     # Weighed below any exception: where the rank that raised is in the input, its exception is the cause.
     "horovod_shutdown": _fail(
         "triage.collective.horovod_shutdown",
-        "Horovod shut down while these ranks still called collectives: another rank left its training loop "
-        "early (early stopping or evaluation decided on one rank, uneven data) or raised an exception; the "
-        "ranks that print this only waited",
+        "Horovod shut down while the ranks that print this still called collectives: another rank left its "
+        "training loop early (early stopping or evaluation decided on one rank, uneven data) or raised an "
+        "exception; the ranks that print this only waited",
         C.COLLECTIVE_MISMATCH,
         30,
         "debugging-guide.md § 2",

@@ -108,6 +108,7 @@ class Stripped:
     task: int | None = None  # srun --label task of a launcher (torchrun agent), not a rank
     label: int | None = None  # the srun --label / mpirun task number, whatever it turns out to be
     rank_from_label: bool = False  # `rank` is the label: a rank only if no line of the file says otherwise
+    rank_from_launcher: bool = False  # a launcher's per-line prefix (`[rank1]:`, `[1,3]<stdout>:`) named it
     since_boot: bool = False  # stamped in seconds since the kernel booted (`dmesg` without -T): no clock time
 
 
@@ -117,6 +118,7 @@ def strip(line: str) -> Stripped:
     text = _strip_launchers(line, found)
     text = _strip_logger(text, found)
     found.message = text
+    found.rank_from_launcher = found.rank is not None or found.local_rank is not None
     if found.rank is None:
         found.rank = message_rank(text)
     if found.stamp is None and (date := _first_date(text)):

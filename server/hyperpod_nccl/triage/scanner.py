@@ -287,7 +287,9 @@ def _take_line(
         stripped.stamp = _daemon_stamp(state.source, text)
     _note_identity(state, stripped)
     if stripped.rank is None and stripped.local_rank is None:
-        state.scan.unprefixed_lines += 1
+        state.scan.unprefixed_lines += bool(stripped.message.strip())
+    elif stripped.rank_from_launcher:
+        state.scan.launcher_ranked_lines += 1
     if number <= HEAD_LINES:
         _note_framework(state.scan, text)
     if dispatcher is None or _frame_source_line(state, number, stripped.message):
