@@ -1419,6 +1419,77 @@ def _illegal_instruction(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _heap_corruption(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        *_versions(facts),
+        on_node_check(
+            facts,
+            "nvidia-smi --query-gpu=name,driver_version --format=csv",
+            "the GPU and driver to hold against the NCCL and CUDA release notes (Blackwell and GB200 need "
+            "NCCL 2.25 or later)",
+        ),
+    ]
+
+
+def _fd_sharing_denied(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "sysctl kernel.yama.ptrace_scope",
+            "above 0, Yama forbids a process another's file descriptor (pidfd_getfd); in a container, "
+            "CAP_SYS_PTRACE must be granted as well",
+        )
+    ]
+
+
+def _socket_over_ib(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "ls /dev/infiniband",
+            "whether the job's container sees the RDMA devices (run it inside the container)",
+        ),
+        suggest_chain(
+            list(on_node(facts, "ldconfig -p")),
+            "|",
+            "grep libibverbs",
+            why="whether the image has the IB verbs library NCCL opens (run it inside the container)"
+            + _where(facts),
+            permission=_SHELL_ON_NODE,
+        ),
+        on_node_check(facts, "ibv_devinfo", "the node's HCAs and whether their ports are PORT_ACTIVE"),
+    ]
+
+
+def _cuda_feature_unsupported(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest_chain(
+            list(on_node(facts, "nvidia-smi -q")),
+            "|",
+            "grep -i -A2 virtualization",
+            why="whether the GPU is virtual (vGPU, passthrough): a vGPU VM needs unified memory enabled"
+            + _where(facts),
+            permission=_SHELL_ON_NODE,
+        ),
+        export(
+            "NCCL_CUMEM_ENABLE=0",
+            why="for one run: whether the failure follows NCCL's cuMem allocations or the whole platform",
+        ),
+    ]
+
+
+def _foreign_connection(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "ss -tnp",
+            "while the job runs: the programs holding connections to its ports (a scraper or probe that "
+            "tries every port shows here)",
+        ),
+        *_versions(facts),
+    ]
+
+
 def _comm_overlap(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(
@@ -1500,6 +1571,11 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.ddp_unused_parameters": _ddp_unused,
     "triage.software.comm_overlap": _comm_overlap,
     "triage.software.illegal_instruction": _illegal_instruction,
+    "triage.software.heap_corruption": _heap_corruption,
+    "triage.config.fd_sharing_denied": _fd_sharing_denied,
+    "triage.config.socket_over_ib": _socket_over_ib,
+    "triage.config.cuda_feature_unsupported": _cuda_feature_unsupported,
+    "triage.software.foreign_connection": _foreign_connection,
     "triage.collective.horovod_stall": _horovod_stall,
     "triage.config.too_many_peers": _too_many_peers,
     "triage.software.libuv_missing": _libuv_missing,

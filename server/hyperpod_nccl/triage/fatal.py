@@ -109,6 +109,23 @@ _SIMPLE: dict[str, Meaning] = {
     "shm_exhausted": _fail(
         "triage.config.shm", "Shared memory (/dev/shm) exhausted", C.CONFIG, 80, "debugging-guide.md § 17"
     ),
+    "fd_sharing_denied": _fail(
+        "triage.config.fd_sharing_denied",
+        "The kernel refused one process another's file descriptor (`pidfd_getfd: Operation not permitted`): "
+        "Yama's ptrace_scope or a container without CAP_SYS_PTRACE blocks CUDA memory shared between "
+        "processes (PyTorch's CUDA IPC, NCCL's cuMem buffers)",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 17",
+    ),
+    "socket_over_ib": _warn(
+        "triage.config.socket_over_ib",
+        "NCCL moved data over TCP sockets on an InfiniBand interface: IB verbs did not set up (no "
+        "libibverbs / rdma-core in the image, NCCL_IB_DISABLE set, or no /dev/infiniband in the container)",
+        C.CONFIG,
+        62,
+        "debugging-guide.md § 13",
+    ),
     "shm_removed": _fail(
         "triage.config.shm_removed",
         "NCCL's shared-memory segment was removed under the job (systemd-logind's RemoveIPC cleans /dev/shm "
@@ -888,11 +905,26 @@ _LIBRARY_CHECK = _fail(
     58,
     "debugging-guide.md § 15",
 )
+# glibc's heap checks (`free(): corrupted unsorted chunks`, `double free or corruption`): native code
+# wrote outside its memory. In a job that ran elsewhere that is a library that does not fit: a NCCL or
+# CUDA build older than the GPU, two copies of one library in the process, an extension built for
+# another torch; or a bug a later release fixed.
+_HEAP_CORRUPTION = _fail(
+    "triage.software.heap_corruption",
+    "The C library found the heap corrupted and aborted the process (`free(): …`, `double free or "
+    "corruption`): native code wrote outside its memory — a library that does not fit the GPU or the "
+    "others (a NCCL older than the GPU, two copies of one library, an extension built for another torch) "
+    "or a bug fixed in a later release",
+    C.SOFTWARE,
+    57,
+    "debugging-guide.md § 10",
+)
 _CRASH_MEANINGS = {
     "SIGSEGV": _SEGFAULT,
     "SIGILL": _ILLEGAL_INSTRUCTION,
     "SIGBUS": _BUS_ERROR,
     "CHECK": _LIBRARY_CHECK,
+    "HEAP": _HEAP_CORRUPTION,
 }
 _SLURM_OOM = _fail(
     "triage.host.slurm_oom", "Slurm task ran out of memory", C.HOST_OOM, 93, "debugging-guide.md § 4"
@@ -1425,8 +1457,23 @@ def _peer_access(event: Event) -> Meaning:
     return _SIMPLE["p2p_unsupported"]
 
 
+# CUDA's `operation not supported` inside NCCL: the platform does not offer a feature this NCCL release
+# uses at start (memory pools and cuMem, multicast). NVLS's own case is read by `_nvls`.
+_CUDA_FEATURE_UNSUPPORTED = _fail(
+    "triage.config.cuda_feature_unsupported",
+    "NCCL asked CUDA for a feature this platform does not offer (`operation not supported`): a virtual GPU "
+    "without unified memory (vGPU with UVM off), WSL, MIG, or a driver older than the memory features "
+    "this NCCL release uses",
+    C.CONFIG,
+    66,
+    "debugging-guide.md § 19",
+)
+
+
 def _cuda_error(event: Event) -> Meaning:
     what = event.fields.get("what", "")
+    if "operation not supported" in what and "NCCL" in event.text:
+        return _CUDA_FEATURE_UNSUPPORTED
     if any(text in what for text in _PEER_ACCESS + _TOO_MANY_PEERS):
         return _peer_access(event)
     if any(text in what for text in _MISMATCHED_BUILDS):
@@ -1439,6 +1486,25 @@ def _cuda_error(event: Event) -> Meaning:
             "debugging-guide.md § 10",
         )
     return _SIMPLE["cuda_error"]
+
+
+def _foreign_connection(event: Event) -> Meaning:
+    """The word NCCL read instead of its magic, as the bytes a peer sent (little-endian): printable text
+    is another protocol (`GET /met`: an HTTP request, a metrics scraper or health probe)."""
+    got = event.fields.get("got", "")
+    sent = bytes.fromhex(got.zfill(16))[::-1].rstrip(b"\0") if len(got) % 2 == 0 else b""
+    if len(sent) >= 4 and all(32 <= byte < 127 for byte in sent):
+        who = f"an outside program (the bytes read `{sent.decode()}`: a scraper, health probe or scanner)"
+    else:
+        who = "an outside program (a port scanner) or a peer's NCCL of another release"
+    return _fail(
+        "triage.software.foreign_connection",
+        f"Something other than this job's NCCL connected to NCCL's listening socket (`wrong magic`): {who}; "
+        "NCCL releases that retry such a connection can hang on it",
+        C.SOFTWARE,
+        60,
+        "debugging-guide.md § 10",
+    )
 
 
 def _socket_connect(event: Event) -> Meaning:
@@ -1862,4 +1928,5 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "ddp_model_differs": _ddp_model_differs,
     "shm_exhausted": _shared_memory,
     "p2p_unsupported": _peer_access,
+    "foreign_connection": _foreign_connection,
 }

@@ -31,6 +31,13 @@ CRASH_SIGNALS = (
     ("sigbus", "SIGBUS"),
     ("check failed", "CHECK"),
     ("check failure", "CHECK"),
+    # glibc's heap checks aborting the process (`free(): corrupted unsorted chunks`)
+    ("double free or corruption", "HEAP"),
+    ("free(): ", "HEAP"),
+    ("malloc(): ", "HEAP"),
+    ("munmap_chunk()", "HEAP"),
+    ("corrupted size vs", "HEAP"),
+    ("corrupted double-linked list", "HEAP"),
 )
 
 
@@ -481,6 +488,27 @@ CONFIG = (
             "out of shared memory",
         ),
     ),
+    # UCX's shared-memory transport (Open MPI, UCX-based plugins) that could not map its FIFO or segment
+    # in /dev/shm: a container's default 64 MB (`mm_iface failed to allocate receive FIFO`, often followed
+    # by a segfault), or `mm_posix.c:233  UCX  ERROR shm_open(…) failed`.
+    _p(
+        "shm_exhausted",
+        ("failed to allocate receive FIFO", "mm_posix.c", "mm_sysv.c"),
+        r"failed to allocate receive FIFO|mm_(?:posix|sysv)\.c:\d+\s+UCX\s+ERROR",
+    ),
+    # The kernel refusing one process another's file descriptor (`pidfd_getfd: Operation not permitted`):
+    # Yama's ptrace_scope, or a container without CAP_SYS_PTRACE. PyTorch's CUDA IPC (tensors shared
+    # between processes) and NCCL's cuMem buffers shared within a node pass descriptors this way.
+    _p("fd_sharing_denied", "pidfd_getfd", r"pidfd_getfd.{0,200}?(?:not permitted|EPERM)"),
+    # NCCL's socket transport on an InfiniBand interface (`NET/Socket : Using [0]ib0:10.0.0.5<0>`): NCCL
+    # uses the first network whose set-up works, so IB verbs did not (no libibverbs in the image,
+    # NCCL_IB_DISABLE, no /dev/infiniband in the container): TCP over IPoIB, a fraction of the bandwidth.
+    _p(
+        "socket_over_ib", "NET/Socket : Using", r"NET/Socket : Using (?:\[\d+\]\S+ )*?\[\d+\](?P<iface>ib\w*)"
+    ),
+    # NCCL's listening socket read a first word that is not its magic (`socketFinalizeAccept: wrong magic
+    # 74656d2f20544547 != 7970663b906d70b9`): something other than this job's NCCL connected to it.
+    _p("foreign_connection", "wrong magic", r"wrong magic (?:0x)?(?P<got>[0-9a-fA-F]{1,16})\b"),
     # A traceback frame inside Python's or torch's shared-memory code: an errno raised right below it
     # (`[Errno 28] No space left on device` from `_multiprocessing.SemLock(`) is /dev/shm that is full,
     # not a disk (scanner.py joins the two).
@@ -1377,6 +1405,7 @@ PYTHON = (
             "malloc(): ",
             "corrupted size vs",
             "corrupted double-linked list",
+            "munmap_chunk()",
             "SIGBUS",
             "SIGILL",
             # the kernel's line for it: `traps: python[4242] trap invalid opcode ip:… in libfoo.so[…]`
@@ -1395,7 +1424,8 @@ PYTHON = (
         # The signal a line names, when it names one: Open MPI's `*** Process received signal ***`
         # and its `Signal: Segmentation fault (11)` are two events, so the second one says what ended it.
         r"^(?:.*?(?P<signal>[Ss]egmentation fault|segfault at|SIGSEGV|Illegal instruction|SIGILL"
-        r"|trap invalid opcode|Bus error|SIGBUS|Check failed|Check failure))?",
+        r"|trap invalid opcode|Bus error|SIGBUS|Check failed|Check failure|double free or corruption"
+        r"|free\(\): |malloc\(\): |munmap_chunk\(\)|corrupted size vs|corrupted double-linked list))?",
         key="signal",
         # ...and one crash's `Segmentation fault` and `SIGSEGV` lines are one event, seen twice.
         key_names=CRASH_SIGNALS,

@@ -1,0 +1,145 @@
+"""Families of wording from held-out sets 33 and 34 (issue 16, logs from threads not in the corpus):
+glibc's heap checks, UCX's shared-memory transport out of /dev/shm, a kernel that refuses to pass a
+file descriptor between processes, NCCL on sockets over an InfiniBand interface, CUDA's `operation
+not supported` inside NCCL, and a connection to NCCL's socket that was not NCCL's. Each is tested in
+wordings other than the pasted case's, with the near misses that must stay what they are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.triage.test_families import commands_of, describe, root_finding, triage
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["double free or corruption (out)", "Aborted (core dumped)"],
+        ["[node7:4411] *** Process received signal ***", "malloc(): unaligned tcache chunk detected"],
+        ["munmap_chunk(): invalid pointer", "[E ProcessGroupNCCL.cpp:1182] exitcode: -6"],
+        ["corrupted size vs. prev_size", "Fatal Python error: Aborted"],
+    ],
+    ids=["double-free", "tcache", "munmap", "prev-size"],
+)
+def test_glibc_finding_the_heap_corrupted_is_a_library_that_does_not_fit(
+    tmp_path: Path, lines: list[str]
+) -> None:
+    report = triage(tmp_path, {"rank0.log": "\n".join(lines) + "\n"})
+    assert root_finding(report) == ("software", "triage.software.heap_corruption"), describe(report)
+    assert "torch.cuda.nccl.version()" in commands_of(report, "triage.software.heap_corruption")
+
+
+def test_an_abort_that_names_no_heap_check_stays_unknown(tmp_path: Path) -> None:
+    report = triage(
+        tmp_path, {"rank0.log": "[node7:4411] *** Process received signal ***\nAborted (core dumped)\n"}
+    )
+    assert root_finding(report)[0] == "unknown", describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[1712345678.123456] [worker-0:77   :0]        mm_iface.c:268  UCX  ERROR   mm_iface failed to "
+        "allocate receive FIFO",
+        "[1712345678.123456] [worker-0:77   :0]       mm_posix.c:233  UCX  ERROR shm_open(file_name="
+        "/ucx_shm_posix_1d2c3 flags=0xc2) failed: No space left on device",
+    ],
+    ids=["fifo", "shm-open"],
+)
+def test_ucx_shared_memory_that_failed_is_dev_shm_and_its_segfault_the_aftermath(
+    tmp_path: Path, line: str
+) -> None:
+    text = line + "\n[worker-0:77 :0:77] Caught signal 11 (Segmentation fault: address not mapped)\n"
+    report = triage(tmp_path, {"worker-0.log": text})
+    assert root_finding(report) == ("config", "triage.config.shm"), describe(report)
+
+
+def test_a_ucx_info_line_from_its_posix_module_is_not_a_failure(tmp_path: Path) -> None:
+    line = "[1712345678.1] [worker-0:77 :0] mm_posix.c:120 UCX  DEBUG attached remote region of 8192 bytes\n"
+    report = triage(tmp_path, {"worker-0.log": line})
+    assert all(f.id != "triage.config.shm" for f in report.findings), describe(report)
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [
+            "RuntimeError: Failed to receive CUDA IPC handle from the training process",
+            "    (pidfd_getfd: Operation not permitted).",
+        ],
+        ["node-2:913:950 [3] NCCL WARN proxy.cc:1490 pidfd_getfd(fd 57) failed: EPERM"],
+    ],
+    ids=["pytorch-ipc", "nccl-proxy"],
+)
+def test_a_kernel_that_refuses_to_pass_a_descriptor_is_a_host_setting(
+    tmp_path: Path, lines: list[str]
+) -> None:
+    report = triage(tmp_path, {"rank1.log": "\n".join(lines) + "\n"})
+    assert root_finding(report) == ("config", "triage.config.fd_sharing_denied"), describe(report)
+    assert "sysctl kernel.yama.ptrace_scope" in commands_of(report, "triage.config.fd_sharing_denied")
+
+
+def test_sockets_on_an_infiniband_interface_are_the_verbs_that_did_not_set_up(tmp_path: Path) -> None:
+    text = (
+        "gpu-a1:4021:4021 [0] NCCL INFO Failed to open libibverbs.so[.1]\n"
+        "gpu-a1:4021:4021 [0] NCCL INFO NET/Socket : Using [0]ib0:10.12.0.4<0> [1]eth0:172.16.0.4<0>\n"
+        "gpu-a1:4021:4021 [0] NCCL INFO Using network Socket\n"
+    )
+    report = triage(tmp_path, {"gpu-a1.log": text})
+    assert root_finding(report) == ("config", "triage.config.socket_over_ib"), describe(report)
+    assert "ldconfig -p | grep libibverbs" in commands_of(report, "triage.config.socket_over_ib")
+
+
+def test_sockets_on_ethernet_alone_are_not_an_infiniband_fallback(tmp_path: Path) -> None:
+    text = (
+        "gpu-a1:4021:4021 [0] NCCL INFO Failed to open libibverbs.so[.1]\n"
+        "gpu-a1:4021:4021 [0] NCCL INFO NET/Socket : Using [0]eth0:172.16.0.4<0>\n"
+    )
+    report = triage(tmp_path, {"gpu-a1.log": text})
+    assert all(f.id != "triage.config.socket_over_ib" for f in report.findings), describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "vm-gpu-1:508:508 [0] init.cc:426 NCCL WARN Cuda failure 'operation not supported'",
+        "vm-gpu-1:508:508 [1] NCCL WARN Cuda failure 801 'operation not supported'",
+    ],
+    ids=["2.27", "numbered"],
+)
+def test_operation_not_supported_inside_nccl_is_the_platform(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"worker.log": line + "\n"})
+    assert root_finding(report) == ("config", "triage.config.cuda_feature_unsupported"), describe(report)
+    assert "NCCL_CUMEM_ENABLE=0" in commands_of(report, "triage.config.cuda_feature_unsupported")
+
+
+def test_operation_not_supported_in_nvls_keeps_its_own_reading(tmp_path: Path) -> None:
+    line = "h100-4:77:90 [2] transport/nvls.cc:158 NCCL WARN Cuda failure 'operation not supported'\n"
+    report = triage(tmp_path, {"worker.log": line})
+    assert root_finding(report) == ("config", "triage.config.nvls"), describe(report)
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            "worker-9 :166:1226 [0] misc/socket.cc:484 NCCL WARN socketFinalizeAccept: wrong magic "
+            "74656d2f20544547 != 7970663b906d70b9",
+            "GET /met",
+        ),
+        (
+            "node-1:12:40 [0] NCCL WARN socketFinalizeAccept: wrong magic 8f3a11d0c2b47e55 != "
+            "7970663b906d70b9",
+            "scanner",
+        ),
+    ],
+    ids=["http-probe", "binary"],
+)
+def test_a_connection_that_was_not_nccls_names_what_arrived(tmp_path: Path, line: str, said: str) -> None:
+    report = triage(tmp_path, {"worker.log": line + "\n"})
+    assert root_finding(report) == ("software", "triage.software.foreign_connection"), describe(report)
+    (finding,) = [f for f in report.findings if f.id == "triage.software.foreign_connection"]
+    assert said in finding.title and "ss -tnp" in commands_of(report, finding.id)
