@@ -143,3 +143,35 @@ def test_a_connection_that_was_not_nccls_names_what_arrived(tmp_path: Path, line
     assert root_finding(report) == ("software", "triage.software.foreign_connection"), describe(report)
     (finding,) = [f for f in report.findings if f.id == "triage.software.foreign_connection"]
     assert said in finding.title and "ss -tnp" in commands_of(report, finding.id)
+
+
+def _waited(rank: int, op: str, numel: int) -> str:
+    return (
+        f"[rank{rank}]:[E1107 04:11:52.618 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+        "collective "
+        f"operation timeout: WorkNCCL(SeqNum=4112, OpType={op}, NumelIn={numel}, NumelOut={numel}, "
+        "Timeout(ms)=1800000) ran for 1800091 milliseconds before timing out.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("op", "numel"), [("ALLREDUCE", 1), ("BROADCAST", 20971520)], ids=["barrier", "broadcast"]
+)
+def test_ranks_that_only_waited_at_a_synchronisation_point_guess_a_busy_rank(
+    tmp_path: Path, op: str, numel: int
+) -> None:
+    """Ranks 1-3 waited; rank 0's log is not in the input; nothing shows a fault."""
+    report = triage(tmp_path, {"console.log": "".join(_waited(rank, op, numel) for rank in (1, 2, 3))})
+    found = report.root_cause
+    assert found is not None and found.category == "data_loading_stall", describe(report)
+    assert found.confidence == "low" and "busy outside NCCL" in found.summary
+    (missing,) = [f for f in report.findings if f.id == "triage.input.missing_ranks"]
+    assert "init_process_group(timeout=" in missing.detail
+
+
+def test_ranks_that_waited_in_a_gradient_all_reduce_stay_unknown(tmp_path: Path) -> None:
+    """A gradient-sized all-reduce times out as often on ranks that ran different steps."""
+    report = triage(
+        tmp_path, {"console.log": "".join(_waited(rank, "ALLREDUCE", 7020002) for rank in (1, 2, 3))}
+    )
+    assert root_finding(report) == ("unknown", "triage.input.missing_ranks"), describe(report)

@@ -84,6 +84,8 @@ def _candidate(incident: Incident) -> Candidate | None:
         finding_id = ONE_NODE_ID
     if verdict.verdict == "silent":  # ranks that ran at some point, rather than never-started ones
         culprits = [r for r in culprits if incident.node_of(r)] or culprits
+    if verdict.verdict == "incomplete" and not verdict.unread and _synchronising(verdict):
+        category, title = Category.DATA_LOADING_STALL, _only_waiters_title(verdict)
     states, fired = incident.states, incident.fired
     return Candidate(
         category=category,
@@ -96,6 +98,43 @@ def _candidate(incident: Incident) -> Candidate | None:
         when_derived=True,
         confidence=confidence,
         finding_id=finding_id,
+    )
+
+
+def _synchronising(verdict: Classification) -> bool:
+    """A collective ranks meet at around work one rank does alone: a 1-element all-reduce (a barrier,
+    a flag) or a broadcast (rank 0 handing out what it prepared). Gradient-sized all-reduces, gathers
+    and all-to-alls that time out this way are as often ranks that ran different steps."""
+    if verdict.stuck_signature is None:
+        return False
+    op, numel_in, _ = verdict.stuck_signature
+    return numel_in == 1 or (op or "").upper() == "BROADCAST"
+
+
+def _synchronising_note(verdict: Classification) -> str:
+    if verdict.unread or not _synchronising(verdict):
+        return ""
+    return (
+        " Until then: ranks that time out at a barrier or a broadcast usually waited for one rank doing "
+        "work alone (evaluation, saving, data preparation on rank 0); that rank's log shows how far it got, "
+        "and a process-group timeout longer than that work (init_process_group(timeout=…)) lets it finish."
+    )
+
+
+def _only_waiters_title(verdict: Classification) -> str:
+    """Every rank in the input waited at a synchronisation point and none says why: the threads that
+    end this way are mostly one rank busy outside NCCL past the timeout, the guess it stays."""
+    barrier = verdict.stuck_signature is not None and verdict.stuck_signature[1] == 1
+    where = (
+        "a 1-element all-reduce (a barrier or a flag the ranks synchronise on)"
+        if barrier
+        else collective_name(verdict)
+    )
+    return (
+        f"The ranks in the input waited inside {where} for ranks whose logs are not here, and no line "
+        "shows a fault: most often a rank busy outside NCCL past the timeout (evaluation or generation, "
+        "a checkpoint save, tokenizing or building an index on one rank), else one that died with its "
+        "log elsewhere"
     )
 
 
@@ -190,7 +229,7 @@ def _incomplete(incident: Incident) -> Finding:
         title=f"{whose} missing or unreadable, and {waiting} timed out waiting in {collective_name(verdict)}",
         reference="debugging-guide.md § 1",
         detail=f"{'; '.join(parts)}. The rank that never entered the collective may be among them: add "
-        "every node's log files (readable) and run the triage again.",
+        "every node's log files (readable) and run the triage again." + _synchronising_note(verdict),
         evidence=[evidence(e, incident.topology) for e in _waiting_witness(incident)],
     )
 
