@@ -91,6 +91,11 @@ def test_sockets_on_an_infiniband_interface_are_the_verbs_that_did_not_set_up(tm
     report = triage(tmp_path, {"gpu-a1.log": text})
     assert root_finding(report) == ("config", "triage.config.socket_over_ib"), describe(report)
     assert "ldconfig -p | grep libibverbs" in commands_of(report, "triage.config.socket_over_ib")
+    (finding,) = [f for f in report.findings if f.id == "triage.config.socket_over_ib"]
+    # slow, not failed: a warning, and the missing library is quoted as the reason
+    assert (finding.status, finding.priority) == ("WARN", "P1"), describe(report)
+    assert any("Failed to open libibverbs" in e.text for e in finding.evidence)
+    assert report.job is not None and "a failure shows" not in report.job.outcome.why
 
 
 def test_sockets_on_ethernet_alone_are_not_an_infiniband_fallback(tmp_path: Path) -> None:
@@ -175,3 +180,42 @@ def test_ranks_that_waited_in_a_gradient_all_reduce_stay_unknown(tmp_path: Path)
         tmp_path, {"console.log": "".join(_waited(rank, "ALLREDUCE", 7020002) for rank in (1, 2, 3))}
     )
     assert root_finding(report) == ("unknown", "triage.input.missing_ranks"), describe(report)
+
+
+def test_nccls_return_trace_and_a_cut_traceback_after_a_named_cuda_failure_are_its_aftermath(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "vm-1:508:508 [0] init.cc:426 NCCL WARN Cuda failure 'operation not supported'\n"
+        "vm-1:508:508 [0] NCCL INFO init.cc:1437 -> 1\n"
+        "vm-1:508:508 [0] NCCL INFO init.cc:1858 -> 1\n"
+        "(Worker pid=509) ERROR [multiproc_executor.py:800] Traceback (most recent call last):\n"
+        '(Worker pid=509) ERROR [multiproc_executor.py:800]   File "/usr/lib/python3/vllm/v1/executor/'
+        'multiproc_executor.py", line 771, in worker_main\n'
+    )
+    report = triage(tmp_path, {"server.log": text})
+    assert root_finding(report) == ("config", "triage.config.cuda_feature_unsupported"), describe(report)
+    p0 = [f.id for f in report.findings if f.priority == "P0"]
+    assert p0 == ["triage.config.cuda_feature_unsupported"], describe(report)
+
+
+def test_a_duplicate_gpu_is_one_issue_with_the_gpu_count_to_check(tmp_path: Path) -> None:
+    text = (
+        "Distributed environment: MULTI_GPU  Backend: nccl\n"
+        "Num processes: 4\n"
+        "Process index: 3\n"
+        "Device: cuda:0\n"
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:1691, invalid usage (run with NCCL_DEBUG=WARN for details), "
+        "NCCL version 2.19.3\n"
+        "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+        "Last error:\n"
+        "Duplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000\n"
+    )
+    report = triage(tmp_path, {"train.log": text})
+    assert [f.id for f in report.findings if f.priority == "P0"] == ["triage.software.duplicate_gpu"]
+    assert commands_of(report, "triage.software.duplicate_gpu") == "nvidia-smi -L"
+    # what the paste says about the run, though no line names a host
+    job = report.job
+    assert job is not None and (job.framework, job.world_size) == ("Accelerate", 4), job
+    assert [group.nccl for group in job.versions] == ["2.19.3"] and job.versions[0].nodes == []

@@ -1016,6 +1016,10 @@ def _gpus_on_node(facts: Facts) -> SuggestedCommand:
     )
 
 
+def _duplicate_gpu(facts: Facts) -> list[SuggestedCommand]:
+    return [_gpus_on_node(facts)]
+
+
 def _libuv_missing(facts: Facts) -> list[SuggestedCommand]:
     return [export("USE_LIBUV=0", why="the launcher's store without libuv, which this PyTorch build lacks")]
 
@@ -1525,6 +1529,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.srun_without_pmi": _slurm_step_launch,
     "triage.config.invalid_device": _invalid_device,
     "triage.config.nccl_invalid_usage": _invalid_usage,
+    "triage.software.duplicate_gpu": _duplicate_gpu,
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
     "triage.software.host_slots_as_name": _open_mpi_version,

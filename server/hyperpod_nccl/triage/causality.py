@@ -5,7 +5,8 @@
   the bus" one fault. The finding kept (the root cause's own, else the family's first) takes the
   others' evidence lines and names their ids in `also_reported_as`; its ranks stay the ranks its
   own evidence names (the pid → rank join), never widened to the whole node.
-- The root cause's finding is promoted to FAIL P0 and listed first.
+- The root cause's finding is promoted to FAIL P0 and listed first; a warning stays one when
+  nothing in the run failed (a slow run on a fallback transport).
 - Its consequences are marked `consequence_of` and demoted to P2: every rank waiting in the
   collective and timing out, peers reporting closed connections or "remote process exited",
   workers torn down, kills and cancellations that came after the cause. Those of the NCCL verdict
@@ -34,6 +35,10 @@ SAME_EVENT: tuple[tuple[str, ...], ...] = (
 )
 
 MISSING_RANKS_ID = "triage.input.missing_ranks"
+# Causes that slow a run without failing it: alone, they stay warnings.
+DEGRADING = frozenset(
+    {"triage.config.tcp_fallback", "triage.config.socket_over_ib", "triage.config.gdr_disabled"}
+)
 # What every failure leaves behind, whatever its cause: the others waiting and timing out, peers
 # losing their connections, the processes torn down.
 AFTERMATH = frozenset(
@@ -83,6 +88,8 @@ _TEARDOWN = frozenset(
         "triage.infra.cancelled",
         "triage.infra.time_limit",
         "triage.infra.terminated",
+        # a traceback cut short below the cause's line: the process the cause brought down
+        "triage.software.cut_traceback",
     }
 )
 # Findings that follow from a cause of a given kind (the origin's id prefix or id).
@@ -93,6 +100,8 @@ _FOLLOWS: dict[str, frozenset[str]] = {
     "triage.config.master_addr": frozenset({"triage.rendezvous.timeout", "triage.config.store_unreachable"}),
     "triage.config.store_unreachable": frozenset({"triage.rendezvous.timeout"}),
     "triage.config.efa_plugin": frozenset({"triage.config.tcp_fallback"}),
+    # NCCL's invalid-usage code is how the duplicate-GPU refusal its WARN explains reaches the caller
+    "triage.software.duplicate_gpu": frozenset({"triage.config.nccl_invalid_usage"}),
     "triage.gpu.": frozenset(
         {
             "triage.cuda.error",
@@ -112,7 +121,9 @@ def order_by_cause(findings: list[Finding], origin: Candidate | None, incident: 
     root = next((f for f in findings if f.id == root_id), None)
     if origin is None or root is None:
         return findings
-    root.status, root.priority = Status.FAIL, Priority.P0
+    if root.id not in DEGRADING or any(f.status == Status.FAIL for f in findings):
+        root.status, root.priority = Status.FAIL, Priority.P0
+    # else a run that only slowed down on a fallback transport, nothing failed: it stays a warning
     started = origin.when or _first_moment(root, incident)
     quoted = {(e.source, e.line) for e in root.evidence}
     kept = []

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from hyperpod_nccl.flight_recorder.join import dump_evidence, split_inputs
-from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput
+from hyperpod_nccl.models import Category, Finding, Report, RootCause, SkippedInput, Status
 from hyperpod_nccl.next_steps import attach
 from hyperpod_nccl.triage.activity import WindowReader, rank_activity
 from hyperpod_nccl.triage.budget import fit_to_budget
@@ -118,7 +118,7 @@ def analyse(
         job=describe_run(
             job_summary(incident, job.job_id, cause.culprit_nodes if cause else (), job.other_jobs),
             incident,
-            cause is not None,
+            any(f.status == Status.FAIL for f in findings),  # a run that only degraded did not fail
             context.final,
         ),
         rank_states=rank_state_groups(incident),

@@ -1662,6 +1662,11 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         r"(?P<library>/\S{1,300}?\.so(?:\.[\d.]{1,20})?)\s*$",
         key="library",
     ),
+    # NCCL without the verbs library (`NET/IB : Failed to open libibverbs.so[.1]`): on a host without IB
+    # it is how NCCL finds none; beside sockets on an IB interface it is why (catalogue.py joins them).
+    _p("verbs_missing", "Failed to open libibverbs"),
+    # accelerate's state banner, once per process: `Num processes: 4` is the world it launched.
+    _p("accelerate_world", "Num processes: ", r"^Num processes: (?P<world>\d+)\s*$", key="world"),
     _p(
         "pg_init",
         "ProcessGroupNCCL initialization options",
@@ -1767,6 +1772,8 @@ FRAMEWORK_WORDS = (
     ("PyTorch Lightning", ("lightning", "Lightning")),
     ("DeepSpeed", ("deepspeed", "DeepSpeed")),
     ("Horovod", ("horovod", "Horovod")),
+    # accelerate's state banner (`Distributed environment: MULTI_GPU  Backend: nccl`) and launcher
+    ("Accelerate", ("Distributed environment: ", "accelerate launch")),
     ("torchrun", ("torchrun", "torch.distributed.run", "torch.distributed.elastic", "torch/distributed/run")),
 )
 

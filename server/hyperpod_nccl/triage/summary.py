@@ -23,7 +23,15 @@ if TYPE_CHECKING:
 
 ByKind = Mapping[str, list[Event]]
 
-_FRAMEWORK_ORDER = ("NeMo", "Megatron-LM", "PyTorch Lightning", "DeepSpeed", "Horovod", "torchrun")
+_FRAMEWORK_ORDER = (
+    "NeMo",
+    "Megatron-LM",
+    "PyTorch Lightning",
+    "DeepSpeed",
+    "Horovod",
+    "Accelerate",
+    "torchrun",
+)
 _MAP_LINES = 8  # rank-map lines listed before the summary says "and N more"
 _NAMED_NODES = 6
 _TORCH_WORDING = (  # (text in a watchdog line, PyTorch generation that prints it) — log-formats.md §1
@@ -65,6 +73,7 @@ def build_topology(scans: Iterable[FileScan], by_kind: ByKind) -> Topology:
     sizes += [int(e.fields["nranks"]) for e in by_kind.get("comm_rank", ())]
     sizes += [int(e.fields["expected"]) for e in by_kind.get("rendezvous", ()) if "expected" in e.fields]
     sizes += [int(e.fields["world"]) for e in by_kind.get("ddp_member", ())]  # Lightning's `MEMBER: 3/8`
+    sizes += [int(e.fields["world"]) for e in by_kind.get("accelerate_world", ())]
     world = max((size for size in sizes if size <= MAX_RANKS), default=0)
     _learn_from_lines(topology, by_kind, world)
     ranks_seen = {e.rank for events in by_kind.values() for e in events if e.rank is not None}
@@ -239,6 +248,7 @@ def _framework(scans: list[FileScan], by_kind: ByKind) -> str | None:
     return "PyTorch" if any(kind in by_kind for kind in ("pg_init", "wd_timeout", "wd_status")) else None
 
 
+UNNAMED_NODE = ""  # the machine of a paste whose lines name none
 _VERSION_KINDS = (
     "nccl_version",
     "nccl_error",
@@ -253,11 +263,10 @@ _VERSION_KINDS = (
 def node_versions(by_kind: ByKind, topology: Topology) -> dict[str, dict[str, str]]:
     """torch / nccl / aws_ofi_nccl per node, from banners, NCCL errors and the watchdog's wording."""
     versions: dict[str, dict[str, str]] = {}
+    unnamed: dict[str, dict[str, str]] = {}  # a paste that names no node at all: its one machine, ""
     for event in (e for kind in _VERSION_KINDS for e in by_kind.get(kind, ())):
         node = event.node or topology.node_of(event.rank)
-        if node is None:
-            continue
-        found = versions.setdefault(node, {})
+        found = versions.setdefault(node, {}) if node is not None else unnamed.setdefault(UNNAMED_NODE, {})
         if event.kind in ("nccl_version", "nccl_error", "remote_exit") and "version" in event.fields:
             found.setdefault("nccl", nccl_release(event.fields["version"]))
         elif event.kind == "ofi_version":
@@ -266,6 +275,8 @@ def node_versions(by_kind: ByKind, topology: Topology) -> dict[str, dict[str, st
             found["torch"] = event.fields["version"]
         elif event.kind in ("wd_status", "wd_timeout") and "torch" not in found:
             found["torch_wording"] = next((gen for text, gen in _TORCH_WORDING if text in event.text), "")
+    if not versions:
+        versions = unnamed
     for found in versions.values():
         wording = found.pop("torch_wording", "")
         if "torch" not in found and wording:
@@ -282,7 +293,9 @@ def version_groups(versions: dict[str, dict[str, str]]) -> list[VersionGroup]:
     return [
         VersionGroup(
             node_count=len(nodes),
-            nodes=nodes[:_NAMED_NODES] if index or len(nodes) <= _NAMED_NODES else [],
+            nodes=[n for n in nodes[:_NAMED_NODES] if n != UNNAMED_NODE]
+            if index or len(nodes) <= _NAMED_NODES
+            else [],
             torch=key[0],
             nccl=key[1],
             aws_ofi_nccl=key[2],

@@ -37,6 +37,17 @@ _CUDA_ERROR_IDS = frozenset(
     {"triage.cuda.illegal_address", "triage.cuda.error", "triage.software.nccl_cuda_call"}
 )
 _TRANSPORT_FAILURE_KINDS = ("ib_completion", "ib_setup", "transport_error")
+_NCCL_CUDA_CALL_ID = "triage.software.nccl_cuda_call"
+_CUDA_FAILURE_KINDS = (
+    "cuda_error",
+    "nccl_cuda_oom",
+    "illegal_address",
+    "launch_failure",
+    "nvls",
+    "p2p_unsupported",
+)
+# NCCL's missing verbs library (a fact: alone it says nothing) says why it used sockets on an IB interface.
+_SOCKET_OVER_IB_ID = "triage.config.socket_over_ib"
 _FLUSHED = "5"  # work requests flushed after an earlier error: not a failure of its own
 # After a candidate is proposed: who began the failure (origin.py), whether a fabric error means a
 # fabric that never worked (fabric.py), which cause an unreadable peer address has and which
@@ -66,6 +77,8 @@ def _regrouped(incident: Incident) -> list[Group]:
     meaning (two kinds of CUDA error after one transport failure) are one."""
     merged: dict[str, Group] = {}
     for group in incident.groups.values():
+        if group.meaning.id == _SOCKET_OVER_IB_ID:
+            group = Group(group.meaning, group.events + incident.index.kind("verbs_missing"))
         group = _without_withdrawn_guess(group, incident)
         if (kept := merged.get(group.meaning.id)) is not None:
             group = Group(kept.meaning, kept.events + group.events)
@@ -77,12 +90,19 @@ def _without_withdrawn_guess(group: Group, incident: Incident) -> Group:
     named_call = _NCCL_WARN_ID in incident.groups or incident.index.kind(*_TRANSPORT_FAILURE_KINDS)
     if group.meaning.id in _GUESSES_WITHOUT_WARN and named_call:
         return Group(NCCL_RAISED, group.events)
+    if group.meaning.id == _NCCL_CUDA_CALL_ID and _cuda_failure_named(incident):
+        return Group(NCCL_RAISED, group.events)  # NCCL's return trace of the CUDA call its WARN names
     if group.meaning.id in _CUDA_ERROR_IDS and _after_transport_failure(group.events, incident):
         return Group(CUDA_AFTER_TRANSPORT, group.events)
     if group.meaning.id == SHUTDOWN_ID and first_failure_named(incident):
         # the shutdown followed the failure of the rank the launcher named
         return Group(HOROVOD_SHUT_DOWN_AFTER, group.events)
     return group
+
+
+def _cuda_failure_named(incident: Incident) -> bool:
+    """An NCCL WARN that names the CUDA call that failed (`init.cc:426 NCCL WARN Cuda failure '…'`)."""
+    return any("NCCL WARN" in e.text for e in incident.index.kind(*_CUDA_FAILURE_KINDS))
 
 
 def _after_transport_failure(events: list[Event], incident: Incident) -> bool:
@@ -119,6 +139,8 @@ def catalogue_finding(group: Group, incident: Incident) -> Finding:
     first = incident.first(events)
     if meaning.id == "triage.gpu.cuda_oom" and first is not None and "tried" in first.fields:
         detail += f"; {cuda_oom_figures(first)}"
+    if meaning.id == _SOCKET_OVER_IB_ID and any(e.kind == "verbs_missing" for e in events):
+        detail += "; NCCL could not open libibverbs: the image or host lacks the IB verbs library"
     if meaning.category is None and meaning.status == Status.INFO:
         detail += ". A consequence or noise, not the cause."
     evidence = quoted(decisive(events, incident.clock), incident.topology)
