@@ -839,7 +839,7 @@ def _trace(host: str, pid: int, dev: int, frames: list[str], code: int) -> str:
             1,
             ("software", "triage.software.nccl_cuda_call"),
         ),
-        (["init.cc:720", "init.cc:1405"], 5, ("config", "triage.config.nccl_invalid_usage")),
+        (["init.cc:720", "init.cc:1405"], 5, ("software", "triage.software.nccl_invalid_usage")),
         (["proxy.cc:1120", "transport/net.cc:650"], 6, ("unknown", "triage.unknown.failure")),
     ],
     ids=["socket-bootstrap", "bootstrap", "cuda", "invalid-usage", "remote"],

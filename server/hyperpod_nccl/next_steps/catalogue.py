@@ -1528,7 +1528,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.node_local_cache": _node_local_cache,
     "triage.config.srun_without_pmi": _slurm_step_launch,
     "triage.config.invalid_device": _invalid_device,
-    "triage.config.nccl_invalid_usage": _invalid_usage,
+    "triage.software.nccl_invalid_usage": _invalid_usage,
     "triage.software.duplicate_gpu": _duplicate_gpu,
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,

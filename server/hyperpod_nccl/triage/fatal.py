@@ -1774,13 +1774,14 @@ def nccl_result(event: Event) -> str:
 
 # ncclInvalidUsage with no WARN saying why: most often two ranks of one communicator on one GPU
 # (more ranks per node than GPUs, CUDA_VISIBLE_DEVICES, set_device(RANK) for LOCAL_RANK), which
-# NCCL ≥ 2.7 refuses; otherwise a rank or world size the ranks disagree on.
+# NCCL ≥ 2.7 refuses; otherwise a rank or world size the ranks disagree on, or builds that do not fit.
+# Public threads settle it in the code or the builds more often than in the launch: software.
 _NCCL_INVALID_USAGE = _fail(
-    "triage.config.nccl_invalid_usage",
+    "triage.software.nccl_invalid_usage",
     "NCCL rejected a call (invalid usage / argument): most often two ranks on one GPU (more ranks per "
     "node than GPUs, CUDA_VISIBLE_DEVICES, set_device(RANK) where LOCAL_RANK belongs) or ranks that "
     "disagree on the world size; rerun with NCCL_DEBUG=WARN to see which",
-    C.CONFIG,
+    C.SOFTWARE,
     50,
     "debugging-guide.md § 2",
 )
