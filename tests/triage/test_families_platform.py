@@ -219,3 +219,16 @@ def test_a_duplicate_gpu_is_one_issue_with_the_gpu_count_to_check(tmp_path: Path
     job = report.job
     assert job is not None and (job.framework, job.world_size) == ("Accelerate", 4), job
     assert [group.nccl for group in job.versions] == ["2.19.3"] and job.versions[0].nodes == []
+
+
+def test_a_launcher_banner_with_one_device_for_several_processes_is_the_launch(tmp_path: Path) -> None:
+    banner = "Num processes: 2\nProcess index: {index}\nLocal process index: {index}\nDevice: cuda:0\n\n"
+    text = "".join(banner.format(index=index) for index in (0, 1)) + (
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1691, invalid usage, "
+        "NCCL version 2.19.3\nDuplicate GPU detected : rank 0 and rank 1 both on CUDA device 1000\n"
+    )
+    report = triage(tmp_path, {"train.log": text})
+    assert root_finding(report) == ("config", "triage.config.one_device_for_all"), describe(report)
+    (finding,) = [f for f in report.findings if f.id == "triage.config.one_device_for_all"]
+    assert any(e.text == "Device: cuda:0" for e in finding.evidence)
+    assert commands_of(report, finding.id) == "nvidia-smi -L"

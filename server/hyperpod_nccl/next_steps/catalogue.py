@@ -1530,6 +1530,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.invalid_device": _invalid_device,
     "triage.software.nccl_invalid_usage": _invalid_usage,
     "triage.software.duplicate_gpu": _duplicate_gpu,
+    "triage.config.one_device_for_all": _duplicate_gpu,
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
     "triage.software.host_slots_as_name": _open_mpi_version,

@@ -102,6 +102,7 @@ _FOLLOWS: dict[str, frozenset[str]] = {
     "triage.config.efa_plugin": frozenset({"triage.config.tcp_fallback"}),
     # NCCL's invalid-usage code is how the duplicate-GPU refusal its WARN explains reaches the caller
     "triage.software.duplicate_gpu": frozenset({"triage.software.nccl_invalid_usage"}),
+    "triage.config.one_device_for_all": frozenset({"triage.software.nccl_invalid_usage"}),
     "triage.gpu.": frozenset(
         {
             "triage.cuda.error",

@@ -1772,6 +1772,17 @@ def nccl_result(event: Event) -> str:
     return event.fields.get("what", "").strip().lower()
 
 
+# NCCL's duplicate-GPU refusal where the launcher's own banner gave several processes one device
+# (accelerate's `Device: cuda:0` for every process): the launch, not the training code.
+ONE_DEVICE_FOR_ALL = _fail(
+    "triage.config.one_device_for_all",
+    "The launcher gave several processes one GPU (its banner names the same device for each), so NCCL "
+    "refused two ranks on one device: more processes than the node's GPUs (num_processes, "
+    "nproc_per_node), or one CUDA_VISIBLE_DEVICES for every process",
+    C.CONFIG,
+    86,
+    "debugging-guide.md § 2",
+)
 # ncclInvalidUsage with no WARN saying why: most often two ranks of one communicator on one GPU
 # (more ranks per node than GPUs, CUDA_VISIBLE_DEVICES, set_device(RANK) for LOCAL_RANK), which
 # NCCL ≥ 2.7 refuses; otherwise a rank or world size the ranks disagree on, or builds that do not fit.

@@ -1665,8 +1665,10 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
     # NCCL without the verbs library (`NET/IB : Failed to open libibverbs.so[.1]`): on a host without IB
     # it is how NCCL finds none; beside sockets on an IB interface it is why (catalogue.py joins them).
     _p("verbs_missing", "Failed to open libibverbs"),
-    # accelerate's state banner, once per process: `Num processes: 4` is the world it launched.
+    # accelerate's state banner, once per process: `Num processes: 4` is the world it launched, and
+    # `Device: cuda:0` the GPU it gave the process (the same one twice in a file: two processes, one GPU).
     _p("accelerate_world", "Num processes: ", r"^Num processes: (?P<world>\d+)\s*$", key="world"),
+    _p("launcher_device", "Device: cuda:", r"^Device: cuda:(?P<device>\d+)\s*$", key="device"),
     _p(
         "pg_init",
         "ProcessGroupNCCL initialization options",

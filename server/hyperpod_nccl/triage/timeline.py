@@ -84,8 +84,8 @@ class Clock:
             )
         if self.yearless_seen and self.year is not None:
             notes.append(
-                f"Year {self.year} inferred for year-less stamps (PyTorch ≥ 2.4 `E0626 06:24:44`, torchrun, "
-                "journald) from the dated lines of the same log set."
+                f"Year {self.year} inferred for the stamps that carry no year (as PyTorch ≥ 2.4's `E0626 "
+                "06:24:44`, torchrun's, journald's and vLLM's do) from the dated lines of the same log set."
             )
         elif self.yearless_seen:
             notes.append("Year-less stamps could not be dated: no line in the set carries a year.")

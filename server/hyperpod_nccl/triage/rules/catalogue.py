@@ -12,6 +12,7 @@ from hyperpod_nccl.triage.fatal import (
     CUDA_AFTER_TRANSPORT,
     HOROVOD_SHUT_DOWN_AFTER,
     NCCL_RAISED,
+    ONE_DEVICE_FOR_ALL,
     Meaning,
     cuda_oom_figures,
     retried,
@@ -48,6 +49,7 @@ _CUDA_FAILURE_KINDS = (
 )
 # NCCL's missing verbs library (a fact: alone it says nothing) says why it used sockets on an IB interface.
 _SOCKET_OVER_IB_ID = "triage.config.socket_over_ib"
+_DUPLICATE_GPU_ID = "triage.software.duplicate_gpu"
 _FLUSHED = "5"  # work requests flushed after an earlier error: not a failure of its own
 # After a candidate is proposed: who began the failure (origin.py), whether a fabric error means a
 # fabric that never worked (fabric.py), which cause an unreadable peer address has and which
@@ -79,6 +81,8 @@ def _regrouped(incident: Incident) -> list[Group]:
     for group in incident.groups.values():
         if group.meaning.id == _SOCKET_OVER_IB_ID:
             group = Group(group.meaning, group.events + incident.index.kind("verbs_missing"))
+        if group.meaning.id == _DUPLICATE_GPU_ID and (shared := _one_device_for_several(incident)):
+            group = Group(ONE_DEVICE_FOR_ALL, group.events + shared)
         group = _without_withdrawn_guess(group, incident)
         if (kept := merged.get(group.meaning.id)) is not None:
             group = Group(kept.meaning, kept.events + group.events)
@@ -98,6 +102,11 @@ def _without_withdrawn_guess(group: Group, incident: Incident) -> Group:
         # the shutdown followed the failure of the rank the launcher named
         return Group(HOROVOD_SHUT_DOWN_AFTER, group.events)
     return group
+
+
+def _one_device_for_several(incident: Incident) -> list[Event]:
+    """A launcher banner that named one device for two or more processes of one file."""
+    return [e for e in incident.index.kind("launcher_device") if e.count > 1]
 
 
 def _cuda_failure_named(incident: Incident) -> bool:
