@@ -80,6 +80,8 @@ def test_a_kernel_that_refuses_to_pass_a_descriptor_is_a_host_setting(
     report = triage(tmp_path, {"rank1.log": "\n".join(lines) + "\n"})
     assert root_finding(report) == ("config", "triage.config.fd_sharing_denied"), describe(report)
     assert "sysctl kernel.yama.ptrace_scope" in commands_of(report, "triage.config.fd_sharing_denied")
+    # the exception whose message the refusal ends is the same event, not a second issue
+    assert [f.id for f in report.findings if f.priority == "P0"] == ["triage.config.fd_sharing_denied"]
 
 
 def test_sockets_on_an_infiniband_interface_are_the_verbs_that_did_not_set_up(tmp_path: Path) -> None:

@@ -113,6 +113,7 @@ _FOLLOWS: dict[str, frozenset[str]] = {
     ),
 }
 _CLEARLY_AFTER = timedelta(seconds=1)
+_EXCEPTION_ID = "triage.software.exception"
 
 
 def order_by_cause(findings: list[Finding], origin: Candidate | None, incident: Incident) -> list[Finding]:
@@ -183,12 +184,21 @@ def _absorb(keeper: Finding, other: Finding) -> None:
 
 
 def _follows(finding: Finding, root: Finding, started: datetime | None, incident: Incident) -> bool:
-    if finding.id in AFTERMATH:
+    if finding.id in AFTERMATH or _continued_by(finding, root):
         return True
     for cause, effects in _FOLLOWS.items():
         if root.id.startswith(cause) and finding.id in effects:
             return True
     return finding.id in _TEARDOWN and _came_after(finding, root, started, incident)
+
+
+def _continued_by(finding: Finding, root: Finding) -> bool:
+    """An exception whose message the cause's line continues (`RuntimeError: Failed to receive CUDA IPC
+    handle …` with `(pidfd_getfd: Operation not permitted).` below it): one message, the cause its end."""
+    if finding.id != _EXCEPTION_ID or not finding.evidence:
+        return False
+    continued = {(e.source, e.line - step) for e in root.evidence if e.line is not None for step in (1, 2)}
+    return all((e.source, e.line) in continued for e in finding.evidence)
 
 
 def _came_after(finding: Finding, root: Finding, started: datetime | None, incident: Incident) -> bool:
