@@ -234,3 +234,63 @@ def test_a_launcher_banner_with_one_device_for_several_processes_is_the_launch(t
     (finding,) = [f for f in report.findings if f.id == "triage.config.one_device_for_all"]
     assert any(e.text == "Device: cuda:0" for e in finding.evidence)
     assert commands_of(report, finding.id) == "nvidia-smi -L"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "E0314 10:02:11.123 main.go:67] Failed to initialize NVML: Unknown Error",
+        "2024/03/14 10:02:11 NVML library not found; is the NVIDIA container runtime set up?",
+        'openat(AT_FDCWD, "/dev/nvidia-uvm", O_RDWR|O_CLOEXEC) = -1 EPERM (Operation not permitted)',
+    ],
+    ids=["nvml-unknown", "nvml-missing", "uvm-eperm"],
+)
+def test_a_container_that_cannot_reach_the_nodes_gpus_is_its_runtime(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"pod.log": line + "\n"})
+    assert root_finding(report) == ("config", "triage.config.container_gpu_access"), describe(report)
+    assert "nvidia-smi" in commands_of(report, "triage.config.container_gpu_access")
+
+
+def test_an_nvml_version_mismatch_is_not_the_containers_runtime(tmp_path: Path) -> None:
+    report = triage(tmp_path, {"pod.log": "Failed to initialize NVML: Driver/library version mismatch\n"})
+    assert all(f.id != "triage.config.container_gpu_access" for f in report.findings), describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).",
+        "AssertionError: world size (8) is not divisible by tensor_model_parallel_size (3) times "
+        "pipeline_model_parallel_size (1)",
+    ],
+    ids=["vllm-heads", "megatron-world"],
+)
+def test_a_parallel_layout_that_does_not_divide_is_the_launch(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank0.log": "Traceback (most recent call last):\n" + line + "\n"})
+    assert root_finding(report) == ("config", "triage.config.layout_indivisible"), describe(report)
+    assert commands_of(report, "triage.config.layout_indivisible") == "nvidia-smi -L"
+
+
+def test_a_traceback_cut_inside_set_device_is_a_gpu_the_process_cannot_see(tmp_path: Path) -> None:
+    text = (
+        "[rank3]: Traceback (most recent call last):\n"
+        '[rank3]:   File "/opt/train/main.py", line 40, in setup\n'
+        "[rank3]:     torch.cuda.set_device(local_rank)\n"
+        '[rank3]:   File "/usr/lib/python3/site-packages/torch/cuda/__init__.py", line 399, in set_device\n'
+        "[rank3]:     torch._C._cuda_setDevice(device)\n"
+    )
+    report = triage(tmp_path, {"console.log": text})
+    assert root_finding(report) == ("config", "triage.config.device_not_visible"), describe(report)
+    assert report.root_cause is not None and report.root_cause.confidence == "low"
+    assert report.root_cause.culprit_ranks == [3]
+
+
+def test_a_shell_prompt_names_the_machine_of_a_pasted_session(tmp_path: Path) -> None:
+    text = (
+        "[root@gpu-node-7 ~]# kubectl logs nvidia-cuda-validator-x2 -n gpu-operator\n"
+        "Failed to allocate device vector A (error code system not yet initialized)!\n"
+    )
+    report = triage(tmp_path, {"session.log": text})
+    assert report.root_cause is not None and report.root_cause.culprit_nodes == ["gpu-node-7"], describe(
+        report
+    )

@@ -1016,7 +1016,7 @@ def _gpus_on_node(facts: Facts) -> SuggestedCommand:
     )
 
 
-def _duplicate_gpu(facts: Facts) -> list[SuggestedCommand]:
+def _gpu_count(facts: Facts) -> list[SuggestedCommand]:
     return [_gpus_on_node(facts)]
 
 
@@ -1423,6 +1423,21 @@ def _illegal_instruction(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _container_gpu_access(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "nvidia-smi",
+            "inside the container (kubectl exec, docker exec): whether it reaches the driver at all",
+        ),
+        on_node_check(
+            facts,
+            "docker info --format '{{.DefaultRuntime}}'",
+            "on a Docker host: the runtime containers get unless told otherwise (nvidia is needed for GPUs)",
+        ),
+    ]
+
+
 def _heap_corruption(facts: Facts) -> list[SuggestedCommand]:
     return [
         *_versions(facts),
@@ -1529,8 +1544,11 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.srun_without_pmi": _slurm_step_launch,
     "triage.config.invalid_device": _invalid_device,
     "triage.software.nccl_invalid_usage": _invalid_usage,
-    "triage.software.duplicate_gpu": _duplicate_gpu,
-    "triage.config.one_device_for_all": _duplicate_gpu,
+    "triage.software.duplicate_gpu": _gpu_count,
+    "triage.config.one_device_for_all": _gpu_count,
+    "triage.config.device_not_visible": _gpu_count,
+    "triage.config.layout_indivisible": _gpu_count,
+    "triage.config.container_gpu_access": _container_gpu_access,
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
     "triage.software.host_slots_as_name": _open_mpi_version,

@@ -109,6 +109,25 @@ _SIMPLE: dict[str, Meaning] = {
     "shm_exhausted": _fail(
         "triage.config.shm", "Shared memory (/dev/shm) exhausted", C.CONFIG, 80, "debugging-guide.md § 17"
     ),
+    "container_gpu_access": _fail(
+        "triage.config.container_gpu_access",
+        "The container cannot reach the node's GPU driver or devices (NVML not loadable, /dev/nvidia* "
+        "refused): the NVIDIA container runtime not the one the container runs under (Docker's "
+        "default-runtime, a Kubernetes runtimeClass), or its device permissions lost (kubelet's static CPU "
+        "manager, a systemd daemon-reload under cgroup v1)",
+        C.CONFIG,
+        82,
+        "debugging-guide.md § 10",
+    ),
+    "layout_indivisible": _fail(
+        "triage.config.layout_indivisible",
+        "The parallel layout does not divide (`… is not divisible by …`): the tensor, pipeline, expert or "
+        "data-parallel sizes the run was launched with do not fit its GPU count or its model (layers, "
+        "attention heads); a library that changed what it accepts says the same",
+        C.CONFIG,
+        72,
+        "debugging-guide.md § 18",
+    ),
     "fd_sharing_denied": _fail(
         "triage.config.fd_sharing_denied",
         "The kernel refused one process another's file descriptor (`pidfd_getfd: Operation not permitted`): "

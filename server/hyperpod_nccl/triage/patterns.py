@@ -496,6 +496,25 @@ CONFIG = (
         ("failed to allocate receive FIFO", "mm_posix.c", "mm_sysv.c"),
         r"failed to allocate receive FIFO|mm_(?:posix|sysv)\.c:\d+\s+UCX\s+ERROR",
     ),
+    # A container that cannot reach the node's GPU driver or devices: NVML not loadable (the NVIDIA
+    # runtime not the container's runtime), `Failed to initialize NVML: Unknown Error` and device nodes
+    # refused (`open("/dev/nvidiactl", O_RDWR) = -1 EPERM`: its device permissions lost, as kubelet's
+    # static CPU manager or a systemd daemon-reload under cgroup v1 do). Not a driver/library mismatch.
+    _p(
+        "container_gpu_access",
+        ("could not load NVML library", "Failed to initialize NVML", "NVML library not found", "/dev/nvidia"),
+        r"could not load NVML library|NVML library not found"
+        r"|Failed to initialize NVML: (?:Unknown Error|Insufficient Permissions)"
+        r"|/dev/nvidia(?:ctl|-uvm|\d{1,3})\b.{0,80}?(?:EPERM|Operation not permitted|Permission denied)",
+    ),
+    # A parallel layout that does not divide (`AssertionError: 4 is not divisible by 8` from DeepSpeed's
+    # expert groups, `num_attention_heads must be divisible by tensor_model_parallel_size`, a world size
+    # not divisible by TP × PP): the sizes the run was launched with do not fit its GPUs or its model.
+    _p(
+        "layout_indivisible",
+        "divisible by",
+        r"(?i)(?:is not|isn't|not|must be|should be|needs to be|has to be) (?:evenly )?divisible by",
+    ),
     # The kernel refusing one process another's file descriptor (`pidfd_getfd: Operation not permitted`):
     # Yama's ptrace_scope, or a container without CAP_SYS_PTRACE. PyTorch's CUDA IPC (tensors shared
     # between processes) and NCCL's cuMem buffers shared within a node pass descriptors this way.
@@ -1665,6 +1684,15 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
     # NCCL without the verbs library (`NET/IB : Failed to open libibverbs.so[.1]`): on a host without IB
     # it is how NCCL finds none; beside sockets on an IB interface it is why (catalogue.py joins them).
     _p("verbs_missing", "Failed to open libibverbs"),
+    # A shell prompt in a pasted terminal session (`[root@cl3-ac-us-hgx1 ~]# kubectl logs …`,
+    # `ubuntu@ip-10-0-1-17:~$ torchrun …`): the host the commands ran on.
+    _p(
+        "shell_prompt",
+        ("]# ", "]$ ", "~# ", "~$ ", "]#", "]$"),
+        r"^(?:\(\S{1,40}\) )?\[?[a-z_][\w.-]{0,31}@(?P<host>(?!localhost\b)[A-Za-z][\w.-]{0,62})"
+        r"(?::[^\s#$]{0,200}| [^\]\s]{1,200}\])[#$](?: |$)",
+        key="host",
+    ),
     # accelerate's state banner, once per process: `Num processes: 4` is the world it launched, and
     # `Device: cuda:0` the GPU it gave the process (the same one twice in a file: two processes, one GPU).
     _p("accelerate_world", "Num processes: ", r"^Num processes: (?P<world>\d+)\s*$", key="world"),

@@ -396,6 +396,9 @@ def _record(
     if pattern.kind == "grpc_status":
         state.grpc_status = (number, text[:MAX_TEXT_CHARS])
         return
+    if pattern.kind == "shell_prompt":  # a terminal session pasted whole: the machine it ran on
+        state.scan.hosts.add(fields["host"])
+        return
     kind = pattern.kind
     frame_line, frame = state.shm_frame
     if kind == "disk_full" and frame_line and number - frame_line <= _FRAME_REACH:

@@ -21,6 +21,7 @@ from hyperpod_nccl.triage.prefixes import strip
 from hyperpod_nccl.triage.rules.outcome import Outcome, blamed
 
 CUT_TRACEBACK_ID = "triage.software.cut_traceback"
+DEVICE_NOT_VISIBLE_ID = "triage.config.device_not_visible"
 _WEIGHT = 10  # below every rule that names a cause; above "a failure was seen" alone
 # Lines that say what the traceback raised, or that something else failed after its frames.
 _CONTINUED = frozenset(
@@ -60,6 +61,8 @@ def cut_traceback(incident: Incident) -> Outcome:
     if frame is None:
         return Outcome()
     where = _FILE.search(frame.text)
+    if where is not None and where["function"] == "set_device" and "cuda" in where["file"]:
+        return _device_not_visible(incident, frame)
     if where is None or _OUTSIDE.search(where["file"]):
         return Outcome()
     at = f"{where['file'].rsplit('/', 1)[-1]}:{where['line']} in {where['function']}"
@@ -84,6 +87,38 @@ def cut_traceback(incident: Incident) -> Outcome:
         weight=_WEIGHT,
         title=f"Probably an exception in the code the traceback ran (deepest frame {at}); its exception line "
         "is not in the input",
+        ranks=finding.ranks,
+        first=frame,
+        confidence="low",
+    )
+
+
+def _device_not_visible(incident: Incident, frame: Event) -> Outcome:
+    """Cut inside `torch.cuda.set_device`: the process asked for a device index; what fails there is
+    nearly always an index beyond the GPUs it can see (`invalid device ordinal`)."""
+    finding = Finding(
+        id=DEVICE_NOT_VISIBLE_ID,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title="A process stopped while selecting its GPU (`torch.cuda.set_device`), the exception cut from "
+        "the input: most often a device index beyond the GPUs it can see (a local rank larger than the "
+        "GPUs the scheduler or CUDA_VISIBLE_DEVICES left each process, as with Slurm's --ntasks-per-gpu or "
+        "--gpus-per-task)",
+        reference="debugging-guide.md § 20",
+        detail="Each process selects `cuda:<local rank>`; where the launcher gives every process one GPU of "
+        "its own, that GPU is `cuda:0` in it. Ask for the exception line (`invalid device ordinal` "
+        "confirms) and compare the processes per node with the GPUs each one sees.",
+        ranks=[frame.rank] if frame.rank is not None else [],
+        nodes=[node] if (node := frame.node or incident.node_of(frame.rank)) else [],
+        evidence=[evidence(frame, incident.topology)],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.CONFIG,
+        weight=_WEIGHT,
+        title="Probably a process asking for a GPU it cannot see (the traceback stops in "
+        "torch.cuda.set_device)",
         ranks=finding.ranks,
         first=frame,
         confidence="low",
