@@ -130,6 +130,7 @@ def test_a_lone_console_lends_its_bare_lines_to_no_rank(tmp_path: Path) -> None:
     report = run_triage([tmp_path])
     waiting = next(a for a in report.activity if a.rank == 1)
     assert waiting.before == [] and waiting.note
+    assert "may be another rank's" in waiting.note and "line 1: Clustering" in waiting.note
 
 
 def test_a_ranks_own_file_keeps_its_bare_lines(tmp_path: Path) -> None:

@@ -85,9 +85,14 @@ def _activity(
     mine = _belongs_to(strip(anchor.text), rank, single)
     progress: RankLine | None = None
     before: list[RankLine] = []
+    unclaimed: list[RankLine] = []  # bare lines of a lone console: any rank's
     for number, text in reversed(lines):
         stripped = strip(text)
-        if not mine(stripped) or not stripped.message.strip() or "NCCL" in stripped.message:
+        if not stripped.message.strip() or "NCCL" in stripped.message:
+            continue
+        if not mine(stripped):
+            if not single and _bare(stripped) and len(unclaimed) < LINES_BEFORE:
+                unclaimed.append(RankLine(line=number, text=clip(text.strip(), LINE_CHARS)))
             continue
         quoted = RankLine(
             line=number,
@@ -103,9 +108,19 @@ def _activity(
     note = None
     if progress and not before:
         note = "nothing of its own after its last step: it went silent, with no warning, exception or print"
+    elif not progress and not before and unclaimed:
+        shown = "; ".join(f"line {q.line}: {q.text}" for q in unclaimed[::-1])
+        note = (
+            "no line of its own before it; lines without a rank prefix came before it, which may be "
+            f"another rank's (the one the others waited for): {shown}"
+        )
     elif not progress and not before:
         note = "no line of its own before it in the part of the log read"
     return base.model_copy(update={"last_progress": progress, "before": before[::-1], "note": note})
+
+
+def _bare(line: Stripped) -> bool:
+    return line.rank is None and line.local_rank is None and line.label is None
 
 
 def _lines_before(window: bytes, anchor: Event, *, starts_file: bool) -> list[tuple[int, str]]:

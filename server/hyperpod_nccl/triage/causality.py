@@ -35,9 +35,15 @@ SAME_EVENT: tuple[tuple[str, ...], ...] = (
 )
 
 MISSING_RANKS_ID = "triage.input.missing_ranks"
-# Causes that slow a run without failing it: alone, they stay warnings.
+# Causes that do not fail a run by themselves (a slower transport, a stray connection NCCL may hang on):
+# with nothing failed beside them, they stay warnings.
 DEGRADING = frozenset(
-    {"triage.config.tcp_fallback", "triage.config.socket_over_ib", "triage.config.gdr_disabled"}
+    {
+        "triage.config.tcp_fallback",
+        "triage.config.socket_over_ib",
+        "triage.config.gdr_disabled",
+        "triage.software.foreign_connection",
+    }
 )
 # What every failure leaves behind, whatever its cause: the others waiting and timing out, peers
 # losing their connections, the processes torn down.

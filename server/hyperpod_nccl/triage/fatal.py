@@ -1516,7 +1516,7 @@ def _foreign_connection(event: Event) -> Meaning:
         who = f"an outside program (the bytes read `{sent.decode()}`: a scraper, health probe or scanner)"
     else:
         who = "an outside program (a port scanner) or a peer's NCCL of another release"
-    return _fail(
+    return _warn(  # a suspect for a hang that follows it, not a failure by itself
         "triage.software.foreign_connection",
         f"Something other than this job's NCCL connected to NCCL's listening socket (`wrong magic`): {who}; "
         "NCCL releases that retry such a connection can hang on it",

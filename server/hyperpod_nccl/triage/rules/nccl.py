@@ -208,7 +208,7 @@ def _incomplete(incident: Incident) -> Finding:
     verdict = incident.verdict
     parts = []
     if verdict.absent:
-        parts.append(f"Absent ranks: {compress(verdict.absent)}")
+        parts.append(f"Absent from the input: {_who(verdict.absent)}")
     if verdict.unread:
         parts.append(f"Ranks whose logs could not be read wholly: {compress(verdict.unread)}")
     missing = len(verdict.absent) + len(verdict.unread)
