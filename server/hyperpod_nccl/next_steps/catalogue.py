@@ -1457,7 +1457,14 @@ def _fd_sharing_denied(facts: Facts) -> list[SuggestedCommand]:
             "sysctl kernel.yama.ptrace_scope",
             "above 0, Yama forbids a process another's file descriptor (pidfd_getfd); in a container, "
             "CAP_SYS_PTRACE must be granted as well",
-        )
+        ),
+        suggest(
+            *on_node(facts, "sudo sysctl kernel.yama.ptrace_scope=0"),
+            why="allow it host-wide until the next boot (a file in /etc/sysctl.d keeps it); in a container, "
+            "granting CAP_SYS_PTRACE to the job's container is the narrower change" + _where(facts),
+            blast_radius=BlastRadius.CHANGES_CONFIG,
+            permission=_ROOT_ON_NODE,
+        ),
     ]
 
 

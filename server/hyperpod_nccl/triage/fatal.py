@@ -107,7 +107,11 @@ _SIMPLE: dict[str, Meaning] = {
         "debugging-guide.md § 4",
     ),
     "shm_exhausted": _fail(
-        "triage.config.shm", "Shared memory (/dev/shm) exhausted", C.CONFIG, 80, "debugging-guide.md § 17"
+        "triage.config.shm",
+        "Shared memory (/dev/shm) too small or full",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 17",
     ),
     "container_gpu_access": _fail(
         "triage.config.container_gpu_access",
