@@ -296,3 +296,61 @@ def test_a_shell_prompt_names_the_machine_of_a_pasted_session(tmp_path: Path) ->
     assert report.root_cause is not None and report.root_cause.culprit_nodes == ["gpu-node-7"], describe(
         report
     )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: can't start new thread",
+        "/bin/sh: fork: Resource temporarily unavailable",
+        "OpenBLAS blas_thread_init: pthread_create failed for thread 12 of 64: Resource temporarily "
+        "unavailable",
+    ],
+    ids=["python-thread", "sh-fork", "openblas"],
+)
+def test_a_refused_process_or_thread_is_the_hosts_limit(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"worker.log": line + "\n"})
+    assert root_finding(report) == ("config", "triage.config.process_limit"), describe(report)
+    assert "ulimit -u" in commands_of(report, "triage.config.process_limit")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: [enforce fail at inline_container.cc:222] . file not found: model/archive/data/94",
+        "RuntimeError: storage has wrong size: expected 0 got 4096",
+    ],
+    ids=["member-missing", "wrong-size"],
+)
+def test_a_checkpoint_that_contradicts_its_index_was_written_by_several_ranks(
+    tmp_path: Path, line: str
+) -> None:
+    report = triage(tmp_path, {"resume.log": line + "\n"})
+    assert root_finding(report) == ("software", "triage.software.checkpoint_torn"), describe(report)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("cuFile error at: /opt/kvikio/file_handle.hpp:117: internal error", "triage.config.gds_setup"),
+        ("[ 88.1] nvidia-fs:read IO failed :-5", "triage.software.gds_module"),
+    ],
+    ids=["cufile", "module"],
+)
+def test_gpudirect_storage_tells_its_set_up_from_its_module(tmp_path: Path, line: str, expected: str) -> None:
+    report = triage(tmp_path, {"loader.log": line + "\n"})
+    assert root_finding(report)[1] == expected, describe(report)
+
+
+def test_collnet_that_would_not_set_up_is_a_warning_nccl_carries_on_past(tmp_path: Path) -> None:
+    text = (
+        "gpu-3:901:930 [0] sharp_plugin.c:320 NCCL WARN NET/IB : SHARP coll init error: Cannot create SHARP "
+        "job(-11)\n"
+        "gpu-3:901:930 [0] transport.cc:323 NCCL WARN Cannot initialize CollNet, using point-to-point "
+        "network instead\n"
+    )
+    report = triage(tmp_path, {"gpu-3.log": text})
+    assert root_finding(report) == ("config", "triage.config.collnet_unavailable"), describe(report)
+    (finding,) = [f for f in report.findings if f.id == "triage.config.collnet_unavailable"]
+    assert (finding.status, finding.priority) == ("WARN", "P1")
+    assert "NCCL_COLLNET_ENABLE=0" in commands_of(report, finding.id)

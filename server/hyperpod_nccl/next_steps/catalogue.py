@@ -1438,6 +1438,45 @@ def _container_gpu_access(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _process_limit(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "ulimit -u", "the processes the job's user may run (run it in the job's shell)"),
+        on_node_check(
+            facts,
+            "cat /sys/fs/cgroup/pids.max",
+            "inside a container: its pids limit (cgroup v2), which counts threads too",
+        ),
+    ]
+
+
+def _gds_setup(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "/usr/local/cuda/gds/tools/gdscheck -p",
+            "what GPUDirect Storage supports on the node: filesystems, drivers, compatibility mode",
+        )
+    ]
+
+
+def _gds_module(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts, "modinfo nvidia_fs", "the nvidia-fs module's release, against the kernel and driver"
+        ),
+        kernel_log(facts, "grep -i nvidia-fs", "the module's I/O errors and when they began"),
+    ]
+
+
+def _collnet_unavailable(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        export(
+            "NCCL_COLLNET_ENABLE=0",
+            why="where the fabric has no SHARP: NCCL stops trying in-network reductions",
+        )
+    ]
+
+
 def _heap_corruption(facts: Facts) -> list[SuggestedCommand]:
     return [
         *_versions(facts),
@@ -1603,6 +1642,10 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.comm_overlap": _comm_overlap,
     "triage.software.illegal_instruction": _illegal_instruction,
     "triage.software.heap_corruption": _heap_corruption,
+    "triage.config.process_limit": _process_limit,
+    "triage.config.gds_setup": _gds_setup,
+    "triage.software.gds_module": _gds_module,
+    "triage.config.collnet_unavailable": _collnet_unavailable,
     "triage.config.fd_sharing_denied": _fd_sharing_denied,
     "triage.config.socket_over_ib": _socket_over_ib,
     "triage.config.cuda_feature_unsupported": _cuda_feature_unsupported,
@@ -1644,6 +1687,10 @@ REASONS: dict[str, str] = {
         "rank's log for the first exception, or for a loop that ended early (early stopping decided on one "
         "rank is fixed by broadcasting the decision from rank 0); `horovodrun --output-filename DIR` keeps "
         "one log per rank for the next run"
+    ),
+    "triage.software.checkpoint_torn": (
+        "the fix is in the training code: save the checkpoint from one rank only (rank 0, is_main_process) "
+        "and let the others wait at a barrier; the file already written is lost, load an earlier one"
     ),
     "triage.nccl.pg_detected_mismatch": _CODE,
     "triage.nccl.nccl_detected_mismatch": _CODE,

@@ -43,6 +43,7 @@ DEGRADING = frozenset(
         "triage.config.socket_over_ib",
         "triage.config.gdr_disabled",
         "triage.software.foreign_connection",
+        "triage.config.collnet_unavailable",
     }
 )
 # What every failure leaves behind, whatever its cause: the others waiting and timing out, peers

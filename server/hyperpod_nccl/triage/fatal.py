@@ -113,6 +113,33 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 17",
     ),
+    "process_limit": _fail(
+        "triage.config.process_limit",
+        "The kernel refused a new process or thread (`fork: retry: No child processes`, `can't start new "
+        "thread`): the user's process limit (`ulimit -u`) or the container's pids limit, reached by "
+        "DataLoader workers, Ray or tokenizer threads times the ranks on the node",
+        C.CONFIG,
+        78,
+        "debugging-guide.md § 17",
+    ),
+    "checkpoint_torn": _fail(
+        "triage.software.checkpoint_torn",
+        "A checkpoint whose file does not hold what its index names (`file not found: archive/…`, `storage "
+        "has wrong size`): most often several processes saved to the same path at once; save from one rank "
+        "only (rank 0, is_main_process) and let the others wait at a barrier",
+        C.SOFTWARE,
+        74,
+        "debugging-guide.md § 14",
+    ),
+    "collnet_unavailable": _warn(
+        "triage.config.collnet_unavailable",
+        "SHARP / CollNet (in-network reductions) would not set up (`SHARP coll init error`, `Failed to lock "
+        "SAT tree`, `Cannot initialize CollNet`): a fabric or subnet manager without SHARP, or SHARP's own "
+        "settings; NCCL carries on point-to-point",
+        C.CONFIG,
+        58,
+        "debugging-guide.md § 19",
+    ),
     "container_gpu_access": _fail(
         "triage.config.container_gpu_access",
         "The container cannot reach the node's GPU driver or devices (NVML not loadable, /dev/nvidia* "
@@ -1511,6 +1538,30 @@ def _cuda_error(event: Event) -> Meaning:
     return _SIMPLE["cuda_error"]
 
 
+def _gds_unusable(event: Event) -> Meaning:
+    """The nvidia-fs kernel module failing I/O is its release (a DKMS package that broke); cuFile's own
+    refusals are the set-up: the filesystem or its mount options, a container without the host's
+    /run/udev, GDS not configured."""
+    if event.fields.get("module"):
+        return _fail(
+            "triage.software.gds_module",
+            "The nvidia-fs kernel module (GPUDirect Storage) failed I/O on a filesystem GDS supports: its "
+            "release against the kernel and driver (a DKMS package that regressed)",
+            C.SOFTWARE,
+            70,
+            "debugging-guide.md § 14",
+        )
+    return _fail(
+        "triage.config.gds_setup",
+        "GPUDirect Storage could not be used (cuFile refused the file or the driver): the filesystem or its "
+        "mount options (ext4 needs data=ordered), a container without the host's /run/udev, or GDS not "
+        "set up; compatibility mode reads through the host instead",
+        C.CONFIG,
+        70,
+        "debugging-guide.md § 14",
+    )
+
+
 def _foreign_connection(event: Event) -> Meaning:
     """The word NCCL read instead of its magic, as the bytes a peer sent (little-endian): printable text
     is another protocol (`GET /met`: an HTTP request, a metrics scraper or health probe)."""
@@ -1964,4 +2015,5 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "shm_exhausted": _shared_memory,
     "p2p_unsupported": _peer_access,
     "foreign_connection": _foreign_connection,
+    "gds_unusable": _gds_unusable,
 }

@@ -507,6 +507,44 @@ CONFIG = (
         r"|Failed to initialize NVML: (?:Unknown Error|Insufficient Permissions)"
         r"|/dev/nvidia(?:ctl|-uvm|\d{1,3})\b.{0,80}?(?:EPERM|Operation not permitted|Permission denied)",
     ),
+    # Host limits on processes and threads (`ulimit -u`, a container's pids limit): a fork or a thread
+    # the kernel refused (`fork: retry: No child processes`, `can't start new thread`, `pthread_create
+    # failed: Resource temporarily unavailable`).
+    _p(
+        "process_limit",
+        ("fork: retry", "fork: Resource temporarily", "can't start new thread", "pthread_create failed"),
+        r"fork: (?:retry: (?:No child processes|Resource temporarily unavailable)|Resource temporarily "
+        r"unavailable)|can't start new thread|pthread_create failed",
+    ),
+    # A torch checkpoint whose zip lacks what its index names (`[enforce fail at inline_container.cc:209].
+    # file not found: archive/data/3259494704`) or whose storages disagree (`storage has wrong size:
+    # expected -4721614612255084527 got 1`): a file several processes wrote at once.
+    _p(
+        "checkpoint_torn",
+        ("inline_container.cc", "storage has wrong size"),
+        r"inline_container\.cc.{0,40}?file not found: \S{0,200}/data/\d|storage has wrong size",
+    ),
+    # GPUDirect Storage that could not be used: cuFile's own errors (`cuFile error at: … internal
+    # error`, `GPUDirect Storage not supported on current file`) and the nvidia-fs kernel module's
+    # (`nvidia-fs:rw_verify_area failed with -14`).
+    _p(
+        "gds_unusable",
+        (
+            "cuFile error",
+            "CUfileException",
+            "GPUDirect Storage not supported",
+            "nvidia-fs:",
+            "cuFileDriverOpen",
+        ),
+        r"(?P<module>nvidia-fs:)?.{0,80}?(?:fail|error|not supported|Exception)",
+    ),
+    # SHARP / CollNet (NCCL's in-network reductions) that would not set up: `SHARP coll init error`,
+    # `Failed to lock SAT tree`, `Streaming Tree lock failed`, `Cannot initialize CollNet, using
+    # point-to-point network instead`. NCCL carries on without it.
+    _p(
+        "collnet_unavailable",
+        ("SHARP coll init error", "lock SAT tree", "Streaming Tree lock failed", "Cannot initialize CollNet"),
+    ),
     # A parallel layout that does not divide (`AssertionError: 4 is not divisible by 8` from DeepSpeed's
     # expert groups, `num_attention_heads must be divisible by tensor_model_parallel_size`, a world size
     # not divisible by TP × PP): the sizes the run was launched with do not fit its GPUs or its model.
