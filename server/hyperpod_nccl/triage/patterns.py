@@ -1722,15 +1722,6 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
     # NCCL without the verbs library (`NET/IB : Failed to open libibverbs.so[.1]`): on a host without IB
     # it is how NCCL finds none; beside sockets on an IB interface it is why (catalogue.py joins them).
     _p("verbs_missing", "Failed to open libibverbs"),
-    # A shell prompt in a pasted terminal session (`[root@cl3-ac-us-hgx1 ~]# kubectl logs …`,
-    # `ubuntu@ip-10-0-1-17:~$ torchrun …`): the host the commands ran on.
-    _p(
-        "shell_prompt",
-        ("]# ", "]$ ", "~# ", "~$ ", "]#", "]$"),
-        r"^(?:\(\S{1,40}\) )?\[?[a-z_][\w.-]{0,31}@(?P<host>(?!localhost\b)[A-Za-z][\w.-]{0,62})"
-        r"(?::[^\s#$]{0,200}| [^\]\s]{1,200}\])[#$](?: |$)",
-        key="host",
-    ),
     # accelerate's state banner, once per process: `Num processes: 4` is the world it launched, and
     # `Device: cuda:0` the GPU it gave the process (the same one twice in a file: two processes, one GPU).
     _p("accelerate_world", "Num processes: ", r"^Num processes: (?P<world>\d+)\s*$", key="world"),
@@ -1845,6 +1836,14 @@ FRAMEWORK_WORDS = (
     ("torchrun", ("torchrun", "torch.distributed.run", "torch.distributed.elastic", "torch/distributed/run")),
 )
 
+
+# A shell prompt in a pasted terminal session (`[root@cl3-ac-us-hgx1 ~]# kubectl logs …`,
+# `ubuntu@ip-10-0-1-17:~$ torchrun …`): the host the commands ran on. Read on a file's head lines
+# only: its short literals (`]#`, `~$`) would slow the scan of every byte as anchors.
+SHELL_PROMPT = re.compile(
+    r"^(?:\(\S{1,40}\) )?\[?[a-z_][\w.-]{0,31}@(?P<host>(?!localhost\b)[A-Za-z][\w.-]{0,62})"
+    r"(?::[^\s#$]{0,200}| [^\]\s]{1,200}\])[#$](?: |$)"
+)
 
 # Storage daemon logs are small: glog's `E ` severity at a line start is enough to flag a line.
 STORAGE_PREFILTER = [a for p in STORAGE_PATTERNS[:-1] for a in p.anchors] + ["\nE "]

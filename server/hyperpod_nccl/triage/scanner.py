@@ -25,6 +25,7 @@ from hyperpod_nccl.triage.patterns import (
     LAST_WORDS_BENIGN,
     LAST_WORDS_FAILURE,
     LAST_WORDS_LINES,
+    SHELL_PROMPT,
     STORAGE_PATTERNS,
     STORAGE_PREFILTER,
     Dispatcher,
@@ -292,6 +293,8 @@ def _take_line(
         state.scan.launcher_ranked_lines += 1
     if number <= HEAD_LINES:
         _note_framework(state.scan, text)
+        if prompt := SHELL_PROMPT.match(text):  # a terminal session pasted whole: the machine it ran on
+            state.scan.hosts.add(prompt["host"])
     if dispatcher is None or _frame_source_line(state, number, stripped.message):
         return
     for pattern in dispatcher.candidates(stripped.message, found):
@@ -395,9 +398,6 @@ def _record(
         return
     if pattern.kind == "grpc_status":
         state.grpc_status = (number, text[:MAX_TEXT_CHARS])
-        return
-    if pattern.kind == "shell_prompt":  # a terminal session pasted whole: the machine it ran on
-        state.scan.hosts.add(fields["host"])
         return
     kind = pattern.kind
     frame_line, frame = state.shm_frame
