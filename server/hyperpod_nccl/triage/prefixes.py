@@ -44,13 +44,18 @@ _BAR_REACH = 160  # a progress bar's redraw is shorter than this
 # with a digit and a dot or hyphen (`compute-dy-p4d24xlarge-77: `, `ip-10-0-1-5: `), so a message that
 # starts with a word and a colon (`Error: `, `rank0: `, `top5: 0.91`) is not read as one, nor
 # slurmstepd's own `slurmstepd-<host>: ` (a logger prefix, below).
-_PDSH = r"(?P<pdsh>(?!slurmstepd-)(?=[^\s:]{0,253}\d)[A-Za-z][A-Za-z0-9]*(?:[.-][A-Za-z0-9]+)+): "
+_PDSH = (
+    r"(?P<pdsh>(?!slurmstepd-)(?=[^\s:]{0,253}\d)[A-Za-z][A-Za-z0-9]*(?:[.-][A-Za-z0-9]+)+)"
+    r"(?<!Error)(?<!Exception)(?<!Warning): "  # not a Java class (`ml.dmlc.xgboost4j.java.XGBoostError: `)
+)
 _MPIRUN = r"\[\d+,(?P<mpirun>\d+)\]<std(?:out|err)>:\s?"
 _SRUN = r"\s{0,4}(?P<srun>\d{1,6}): "
 _TORCHRUN = r"\[(?!rank\d)[A-Za-z_][\w-]{0,63}?(?P<local>\d{1,6})\]:\s?"
 _TORCH_RANK = r"\[rank(?P<rank>\d+)\]:\s?"  # repeated: the last one is the rank
+# A paste quoted as a Markdown block (`> [rank8]: TypeError: …`) keeps its launcher prefixes behind it.
+_QUOTE = r"(?:> ?)?"
 _LAUNCHERS = re.compile(
-    rf"(?P<row>{_LOG_STORE_ROW})?(?:{_KUBECTL_TIME})?(?:{_KUBECTL_POD})?(?:{_PDSH})?(?:{_RAY})?(?:{_MPIRUN}|{_SRUN})?"
+    rf"{_QUOTE}(?P<row>{_LOG_STORE_ROW})?(?:{_KUBECTL_TIME})?(?:{_KUBECTL_POD})?(?:{_PDSH})?(?:{_RAY})?(?:{_MPIRUN}|{_SRUN})?"
     rf"(?:{_TORCHRUN})?(?:{_TORCH_RANK})*"
 )
 
