@@ -62,20 +62,60 @@ def cut_traceback(incident: Incident) -> Outcome:
         return Outcome()
     where = _FILE.search(frame.text)
     if where is not None and where["function"] == "set_device" and "cuda" in where["file"]:
-        return _device_not_visible(incident, frame)
+        # What fails there is nearly always an index beyond the GPUs the process can see.
+        return _guess(
+            incident,
+            frame,
+            DEVICE_NOT_VISIBLE_ID,
+            Category.CONFIG,
+            "A process stopped while selecting its GPU (`torch.cuda.set_device`), the exception cut from the "
+            "input: most often a device index beyond the GPUs it can see (a local rank larger than the GPUs "
+            "the scheduler or CUDA_VISIBLE_DEVICES left each process, as with Slurm's --ntasks-per-gpu or "
+            "--gpus-per-task)",
+            "Each process selects `cuda:<local rank>`; where the launcher gives every process one GPU of its "
+            "own, that GPU is `cuda:0` in it. Ask for the exception line (`invalid device ordinal` confirms) "
+            "and compare the processes per node with the GPUs each one sees.",
+            "debugging-guide.md § 20",
+            "Probably a process asking for a GPU it cannot see (the traceback stops in "
+            "torch.cuda.set_device)",
+        )
     if where is None or _OUTSIDE.search(where["file"]):
         return Outcome()
     at = f"{where['file'].rsplit('/', 1)[-1]}:{where['line']} in {where['function']}"
+    return _guess(
+        incident,
+        frame,
+        CUT_TRACEBACK_ID,
+        Category.SOFTWARE,
+        f"A Python traceback ended the process, its exception line cut from the input: the deepest frame is "
+        f"{at}, in the training code or a library it calls",
+        "The frames say where the exception was raised, not what it was: the line after the last frame "
+        "names it (the exception class and its message). Ask for the traceback to its end, on every rank "
+        "that printed one; the earliest rank's is the origin.",
+        "debugging-guide.md § 15",
+        f"Probably an exception in the code the traceback ran (deepest frame {at}); its exception line is "
+        "not in the input",
+    )
+
+
+def _guess(
+    incident: Incident,
+    frame: Event,
+    finding_id: str,
+    category: Category,
+    title: str,
+    detail: str,
+    reference: str,
+    cause: str,
+) -> Outcome:
+    """A low-confidence cause read from the deepest frame of a traceback cut before its exception."""
     finding = Finding(
-        id=CUT_TRACEBACK_ID,
+        id=finding_id,
         status=Status.FAIL,
         priority=Priority.P0,
-        title=f"A Python traceback ended the process, its exception line cut from the input: the deepest "
-        f"frame is {at}, in the training code or a library it calls",
-        reference="debugging-guide.md § 15",
-        detail="The frames say where the exception was raised, not what it was: the line after the last "
-        "frame names it (the exception class and its message). Ask for the traceback to its end, on every "
-        "rank that printed one; the earliest rank's is the origin.",
+        title=title,
+        reference=reference,
+        detail=detail,
         ranks=[frame.rank] if frame.rank is not None else [],
         nodes=[node] if (node := frame.node or incident.node_of(frame.rank)) else [],
         evidence=[evidence(frame, incident.topology)],
@@ -83,42 +123,9 @@ def cut_traceback(incident: Incident) -> Outcome:
     return blamed(
         incident,
         finding,
-        category=Category.SOFTWARE,
+        category=category,
         weight=_WEIGHT,
-        title=f"Probably an exception in the code the traceback ran (deepest frame {at}); its exception line "
-        "is not in the input",
-        ranks=finding.ranks,
-        first=frame,
-        confidence="low",
-    )
-
-
-def _device_not_visible(incident: Incident, frame: Event) -> Outcome:
-    """Cut inside `torch.cuda.set_device`: the process asked for a device index; what fails there is
-    nearly always an index beyond the GPUs it can see (`invalid device ordinal`)."""
-    finding = Finding(
-        id=DEVICE_NOT_VISIBLE_ID,
-        status=Status.FAIL,
-        priority=Priority.P0,
-        title="A process stopped while selecting its GPU (`torch.cuda.set_device`), the exception cut from "
-        "the input: most often a device index beyond the GPUs it can see (a local rank larger than the "
-        "GPUs the scheduler or CUDA_VISIBLE_DEVICES left each process, as with Slurm's --ntasks-per-gpu or "
-        "--gpus-per-task)",
-        reference="debugging-guide.md § 20",
-        detail="Each process selects `cuda:<local rank>`; where the launcher gives every process one GPU of "
-        "its own, that GPU is `cuda:0` in it. Ask for the exception line (`invalid device ordinal` "
-        "confirms) and compare the processes per node with the GPUs each one sees.",
-        ranks=[frame.rank] if frame.rank is not None else [],
-        nodes=[node] if (node := frame.node or incident.node_of(frame.rank)) else [],
-        evidence=[evidence(frame, incident.topology)],
-    )
-    return blamed(
-        incident,
-        finding,
-        category=Category.CONFIG,
-        weight=_WEIGHT,
-        title="Probably a process asking for a GPU it cannot see (the traceback stops in "
-        "torch.cuda.set_device)",
+        title=cause,
         ranks=finding.ranks,
         first=frame,
         confidence="low",
