@@ -354,3 +354,29 @@ def test_collnet_that_would_not_set_up_is_a_warning_nccl_carries_on_past(tmp_pat
     (finding,) = [f for f in report.findings if f.id == "triage.config.collnet_unavailable"]
     assert (finding.status, finding.priority) == ("WARN", "P1")
     assert "NCCL_COLLNET_ENABLE=0" in commands_of(report, finding.id)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ValueError: You can't train a model that has been loaded in 8-bit precision on a different device "
+        "than the one you're training on. Make sure you loaded the model on the correct device using for "
+        "example `device_map={'':torch.cuda.current_device()}`",
+        "ValueError: DeepSpeed Zero-3 is not compatible with `low_cpu_mem_usage=True` or with passing a "
+        "`device_map`.",
+    ],
+    ids=["8bit-other-device", "zero3"],
+)
+def test_a_device_map_in_a_distributed_run_is_the_scripts_placement(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"train.log": "[rank1]: " + line + "\n"})
+    assert root_finding(report) == ("config", "triage.config.device_map_distributed"), describe(report)
+
+
+def test_oneccl_without_its_launchers_environment_is_the_launch(tmp_path: Path) -> None:
+    text = (
+        "2025:03:02-10:11:12:(4242) |CCL_WARN| could not get local_idx/count from environment variables, "
+        "trying to get them from ATL\n"
+    )
+    report = triage(tmp_path, {"xpu.log": text})
+    assert root_finding(report) == ("config", "triage.config.ccl_launcher_env"), describe(report)
+    assert "CCL_PROCESS_LAUNCHER=none" in commands_of(report, "triage.config.ccl_launcher_env")

@@ -1477,6 +1477,16 @@ def _collnet_unavailable(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _ccl_launcher_env(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        export(
+            "CCL_PROCESS_LAUNCHER=none",
+            why="oneCCL then takes each process's place from CCL_LOCAL_RANK and CCL_LOCAL_SIZE, which the "
+            "job script sets from the launcher's LOCAL_RANK and LOCAL_WORLD_SIZE",
+        )
+    ]
+
+
 def _heap_corruption(facts: Facts) -> list[SuggestedCommand]:
     return [
         *_versions(facts),
@@ -1643,6 +1653,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.illegal_instruction": _illegal_instruction,
     "triage.software.heap_corruption": _heap_corruption,
     "triage.config.process_limit": _process_limit,
+    "triage.config.ccl_launcher_env": _ccl_launcher_env,
     "triage.config.gds_setup": _gds_setup,
     "triage.software.gds_module": _gds_module,
     "triage.config.collnet_unavailable": _collnet_unavailable,
@@ -1687,6 +1698,10 @@ REASONS: dict[str, str] = {
         "rank's log for the first exception, or for a loop that ended early (early stopping decided on one "
         "rank is fixed by broadcasting the decision from rank 0); `horovodrun --output-filename DIR` keeps "
         "one log per rank for the next run"
+    ),
+    "triage.config.device_map_distributed": (
+        "the fix is in the training script: load the model with device_map={'': local_rank} (each rank on "
+        "its own GPU), or without device_map under ZeRO-3 and FSDP"
     ),
     "triage.software.checkpoint_torn": (
         "the fix is in the training code: save the checkpoint from one rank only (rank 0, is_main_process) "

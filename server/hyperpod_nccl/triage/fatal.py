@@ -113,6 +113,23 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 17",
     ),
+    "device_map_distributed": _fail(
+        "triage.config.device_map_distributed",
+        "A model placed with transformers' device_map in a distributed run: each rank must load it on its "
+        "own GPU (`device_map={'': local_rank}`, or none under ZeRO-3 and FSDP, which place it themselves)",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 18",
+    ),
+    "ccl_launcher_env": _fail(
+        "triage.config.ccl_launcher_env",
+        "oneCCL could not find its launcher's environment (local rank and size): started by another launcher "
+        "than mpirun, it needs CCL_PROCESS_LAUNCHER=none with CCL_LOCAL_RANK and CCL_LOCAL_SIZE, or "
+        "CCL_ZE_IPC_EXCHANGE=sockets",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 10",
+    ),
     "process_limit": _fail(
         "triage.config.process_limit",
         "The kernel refused a new process or thread (`fork: retry: No child processes`, `can't start new "

@@ -545,6 +545,17 @@ CONFIG = (
         "collnet_unavailable",
         ("SHARP coll init error", "lock SAT tree", "Streaming Tree lock failed", "Cannot initialize CollNet"),
     ),
+    # A model placed with transformers' `device_map` in a run where the launcher owns placement: an 8-bit
+    # or 4-bit model loaded on another GPU than the rank trains on (`loaded in 8-bit precision on a
+    # different device than the one you're training on`), a `device_map` under ZeRO-3 (`DeepSpeed Zero-3
+    # is not compatible with … passing a `device_map``).
+    _p(
+        "device_map_distributed",
+        ("on a different device than the one you're training on", "passing a `device_map`"),
+    ),
+    # oneCCL (Intel's collectives, the `ccl`/`xccl` backend) without its launcher's environment: `could
+    # not get local_idx/count from environment variables`, then `getenv_local_coord` failing.
+    _p("ccl_launcher_env", ("could not get local_idx/count", "getenv_local_coord")),
     # A parallel layout that does not divide (`AssertionError: 4 is not divisible by 8` from DeepSpeed's
     # expert groups, `num_attention_heads must be divisible by tensor_model_parallel_size`, a world size
     # not divisible by TP × PP): the sizes the run was launched with do not fit its GPUs or its model.
