@@ -380,3 +380,33 @@ def test_oneccl_without_its_launchers_environment_is_the_launch(tmp_path: Path) 
     report = triage(tmp_path, {"xpu.log": text})
     assert root_finding(report) == ("config", "triage.config.ccl_launcher_env"), describe(report)
     assert "CCL_PROCESS_LAUNCHER=none" in commands_of(report, "triage.config.ccl_launcher_env")
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (
+            [
+                "[Tue Mar  4 10:11:12 2025] pcieport 0000:40:01.1: AER: Uncorrected (Fatal) error received: "
+                "0000:41:00.0",
+                "[Tue Mar  4 10:11:12 2025] nvidia 0000:41:00.0: AER: can't recover (no error_detected "
+                "callback)",
+            ],
+            "triage.gpu.pcie_fatal",
+        ),
+        (["[ 812.4] mlx5_core 0000:c1:00.0: AER: device recovery failed"], "triage.network.nic_pcie_fatal"),
+    ],
+    ids=["gpu", "nic"],
+)
+def test_a_fatal_pcie_error_the_kernel_could_not_recover_is_the_devices_link(
+    tmp_path: Path, lines: list[str], expected: str
+) -> None:
+    report = triage(tmp_path, {"dmesg.log": "\n".join(lines) + "\n"})
+    assert root_finding(report)[1] == expected, describe(report)
+    assert "aer|pcie bus error" in commands_of(report, expected)
+
+
+def test_a_corrected_pcie_error_is_not_a_fault(tmp_path: Path) -> None:
+    line = "[ 77.1] pcieport 0000:00:03.0: AER: Corrected error received: 0000:03:00.0\n"
+    report = triage(tmp_path, {"dmesg.log": line})
+    assert all(f.id != "triage.gpu.pcie_fatal" for f in report.findings), describe(report)

@@ -1438,6 +1438,16 @@ def _container_gpu_access(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _pcie_fatal(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        kernel_log(
+            facts,
+            "grep -iE 'aer|pcie bus error'",
+            "which device's link failed, how, and whether corrected errors came before it",
+        )
+    ]
+
+
 def _process_limit(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(facts, "ulimit -u", "the processes the job's user may run (run it in the job's shell)"),
@@ -1653,6 +1663,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.illegal_instruction": _illegal_instruction,
     "triage.software.heap_corruption": _heap_corruption,
     "triage.config.process_limit": _process_limit,
+    "triage.gpu.pcie_fatal": _pcie_fatal,
+    "triage.network.nic_pcie_fatal": _pcie_fatal,
     "triage.config.ccl_launcher_env": _ccl_launcher_env,
     "triage.config.gds_setup": _gds_setup,
     "triage.software.gds_module": _gds_module,

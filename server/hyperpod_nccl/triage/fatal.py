@@ -1579,6 +1579,30 @@ def _gds_unusable(event: Event) -> Meaning:
     )
 
 
+def _pcie_fatal(event: Event) -> Meaning:
+    """A fatal PCIe error the kernel could not recover from: the device's link (slot, riser, cable) or
+    the device. A NIC's is the network's hardware; a GPU's, or a port's whose device the lines do not
+    name, the GPU's."""
+    if event.fields.get("device") in ("mlx5_core", "efa", "ena"):
+        return _fail(
+            "triage.network.nic_pcie_fatal",
+            "A fatal (uncorrected) PCIe error on a NIC's link that the kernel could not recover from: the "
+            "slot, riser or the NIC itself; the node needs a hardware check",
+            C.NETWORK,
+            90,
+            "debugging-guide.md § 5",
+        )
+    return _fail(
+        "triage.gpu.pcie_fatal",
+        "A fatal (uncorrected) PCIe error on a GPU's link that the kernel could not recover from (a "
+        "completion timeout, a surprise link down): the slot, riser, cable or the GPU itself; the node "
+        "needs a hardware check",
+        C.GPU_HARDWARE,
+        92,
+        "debugging-guide.md § 5",
+    )
+
+
 def _foreign_connection(event: Event) -> Meaning:
     """The word NCCL read instead of its magic, as the bytes a peer sent (little-endian): printable text
     is another protocol (`GET /met`: an HTTP request, a metrics scraper or health probe)."""
@@ -2033,4 +2057,5 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "p2p_unsupported": _peer_access,
     "foreign_connection": _foreign_connection,
     "gds_unusable": _gds_unusable,
+    "pcie_fatal": _pcie_fatal,
 }

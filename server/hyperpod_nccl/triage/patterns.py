@@ -303,6 +303,15 @@ GPU = (
     # (nccl-tests), `Failed: Cuda error nccl.cu:60 'x'` (applications built on NCCL's example macros).
     # NVLS setup failing in NCCL's own source file, whatever CUDA error it reports.
     _p("nvls", "nvls.cc:", r"transport/nvls\.cc:\d+ NCCL WARN"),
+    # The kernel's PCIe error reporting (AER) giving up on a device: `PCIe Bus Error:
+    # severity=Uncorrected (Fatal)`, `nvidia 0000:03:00.0: AER: can't recover`, `AER: device recovery
+    # failed`. A corrected error is not one: the link retried and carried on.
+    _p(
+        "pcie_fatal",
+        ("Uncorrected (Fatal)", "AER: can't recover", "AER: device recovery failed"),
+        r"(?P<device>\b(?:nvidia|mlx5_core|efa|ena|pcieport)\b)?.{0,80}?(?:Uncorrected \(Fatal\)|AER: can't "
+        r"recover|AER: device recovery failed)",
+    ),
     # The driver or its GSP firmware in a state only a GPU reset or a reboot clears.
     _p(
         "gpu_reset_required",
