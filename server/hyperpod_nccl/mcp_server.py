@@ -58,6 +58,7 @@ ReferenceFileName = Annotated[
     str,
     Field(pattern=r"^[a-z0-9][a-z0-9-]*\.md$", description="Reference file, e.g. debugging-guide.md."),
 ]
+SectionPart = Annotated[int, Field(ge=1, le=100, description="Which part of a long section, from 1.")]
 SectionKey = Annotated[
     str,
     Field(
@@ -77,15 +78,16 @@ def list_references() -> ReferenceList:
     return list_reference_files()
 
 
-def read_reference(file: ReferenceFileName, section: SectionKey) -> ReferenceSection:
+def read_reference(file: ReferenceFileName, section: SectionKey, part: SectionPart = 1) -> ReferenceSection:
     """Read one section of a reference document.
 
     Use this for every FAIL or WARN: call it with the file and section from the finding's
     `reference` field (`debugging-guide.md § 11` → file="debugging-guide.md", section="11")
-    before suggesting anything. Returns the section's markdown.
+    before suggesting anything. Returns the section's markdown; a long section comes in parts
+    (`parts` says how many, `truncated` that more follows): ask for `part=2` and on.
     """
     try:
-        return read_reference_section(file, section)
+        return read_reference_section(file, section, part=part)
     except UnknownReference as error:
         raise ToolError(str(error)) from None
 

@@ -144,8 +144,10 @@ class ReferenceList(BaseModel):
 class ReferenceSection(BaseModel):
     pointer: str
     title: str
-    text: str = Field(description="The section's markdown, including its subsections.")
-    truncated: bool = Field(description="True when the section was cut to fit the output budget.")
+    text: str = Field(description="The section's markdown, including its subsections (this part of it).")
+    truncated: bool = Field(description="True when more of the section follows: read the next part.")
+    part: int = Field(default=1, description="Which part of the section this is, from 1.")
+    parts: int = Field(default=1, description="How many parts the section has at the output budget.")
 
 
 def list_reference_files(index: ReferenceIndex | None = None) -> ReferenceList:
@@ -162,13 +164,42 @@ def list_reference_files(index: ReferenceIndex | None = None) -> ReferenceList:
     )
 
 
-def read_reference_section(file: str, section: str, index: ReferenceIndex | None = None) -> ReferenceSection:
+def read_reference_section(
+    file: str, section: str, index: ReferenceIndex | None = None, part: int = 1
+) -> ReferenceSection:
+    """One part of a section: a long section comes in parts cut between paragraphs, each within the
+    output budget, so every line of it can be read."""
     index = index or default_index()
     found = index.section(file, section)
-    text = index.text(found)
+    parts = _parts(index.text(found))
+    if not 1 <= part <= len(parts):
+        raise UnknownReference(f"{found.pointer} has {len(parts)} part(s); part {part} does not exist")
     return ReferenceSection(
         pointer=found.pointer,
         title=found.title,
-        text=text[:_SECTION_TEXT_BUDGET],
-        truncated=len(text) > _SECTION_TEXT_BUDGET,
+        text=parts[part - 1],
+        truncated=part < len(parts),
+        part=part,
+        parts=len(parts),
     )
+
+
+def _parts(text: str) -> list[str]:
+    """The text in runs of whole paragraphs within the budget; a paragraph longer than it is cut."""
+    parts: list[str] = []
+    current = ""
+    for paragraph in text.split("\n\n"):
+        while len(paragraph) > _SECTION_TEXT_BUDGET:
+            if current:
+                parts.append(current)
+                current = ""
+            parts.append(paragraph[:_SECTION_TEXT_BUDGET])
+            paragraph = paragraph[_SECTION_TEXT_BUDGET:]
+        joined = f"{current}\n\n{paragraph}" if current else paragraph
+        if len(joined) > _SECTION_TEXT_BUDGET:
+            parts.append(current)
+            current = paragraph
+        else:
+            current = joined
+    parts.append(current)
+    return parts

@@ -9,7 +9,7 @@ import pytest
 
 import hyperpod_nccl
 from hyperpod_nccl.models import REFERENCE_POINTER
-from hyperpod_nccl.references import ReferenceIndex, UnknownReference, default_index
+from hyperpod_nccl.references import ReferenceIndex, UnknownReference, default_index, read_reference_section
 
 PACKAGE = Path(hyperpod_nccl.__file__).parent
 
@@ -75,3 +75,17 @@ def test_every_pointer_the_code_can_emit_resolves() -> None:
             except UnknownReference as error:
                 unresolved.append(f"{path.relative_to(PACKAGE)}:{line}: {error}")
     assert not unresolved, "\n".join(unresolved)
+
+
+def test_a_long_section_comes_in_parts_that_hold_all_of_it(tmp_path: Path) -> None:
+    """Every line of a section an LLM is told to read can be read: parts cut between paragraphs."""
+    paragraphs = [f"Paragraph {n}: " + "word " * 700 for n in range(8)]  # ~3.5 KB each, 28 KB in all
+    (tmp_path / "guide.md").write_text("# Guide\n\n## 1. Long\n" + "\n\n".join(paragraphs) + "\n")
+    index = ReferenceIndex(tmp_path)
+    first = read_reference_section("guide.md", "1", index)
+    assert first.parts > 1 and first.truncated and first.part == 1
+    parts = [read_reference_section("guide.md", "1", index, part=n) for n in range(1, first.parts + 1)]
+    assert all(len(p.text) <= 12_000 for p in parts) and not parts[-1].truncated
+    assert "\n\n".join(p.text for p in parts) == index.text(index.resolve("guide.md § 1"))
+    with pytest.raises(UnknownReference, match="part"):
+        read_reference_section("guide.md", "1", index, part=first.parts + 1)

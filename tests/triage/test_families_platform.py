@@ -348,11 +348,15 @@ def test_collnet_that_would_not_set_up_is_a_warning_nccl_carries_on_past(tmp_pat
         "job(-11)\n"
         "gpu-3:901:930 [0] transport.cc:323 NCCL WARN Cannot initialize CollNet, using point-to-point "
         "network instead\n"
+        "gpu-3:901:930 [0] NCCL INFO transport.cc:291 -> 2\n"
+        "gpu-3:901:930 [0] NCCL INFO init.cc:670 -> 2\n"
     )
     report = triage(tmp_path, {"gpu-3.log": text})
     assert root_finding(report) == ("config", "triage.config.collnet_unavailable"), describe(report)
     (finding,) = [f for f in report.findings if f.id == "triage.config.collnet_unavailable"]
     assert (finding.status, finding.priority) == ("WARN", "P1")
+    # NCCL's return trace of the CollNet set-up is not a system call to guess about (/dev/shm)
+    assert all(f.id != "triage.config.nccl_system_call" for f in report.findings), describe(report)
     assert "NCCL_COLLNET_ENABLE=0" in commands_of(report, finding.id)
 
 
@@ -404,6 +408,8 @@ def test_a_fatal_pcie_error_the_kernel_could_not_recover_is_the_devices_link(
     report = triage(tmp_path, {"dmesg.log": "\n".join(lines) + "\n"})
     assert root_finding(report)[1] == expected, describe(report)
     assert "aer|pcie bus error" in commands_of(report, expected)
+    (finding,) = [f for f in report.findings if f.id == expected]
+    assert all(line in {e.text for e in finding.evidence} for line in lines)  # the fatal error quoted too
 
 
 def test_a_corrected_pcie_error_is_not_a_fault(tmp_path: Path) -> None:

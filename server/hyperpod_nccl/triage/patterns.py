@@ -309,8 +309,9 @@ GPU = (
     _p(
         "pcie_fatal",
         ("Uncorrected (Fatal)", "AER: can't recover", "AER: device recovery failed"),
-        r"(?P<device>\b(?:nvidia|mlx5_core|efa|ena|pcieport)\b)?.{0,80}?(?:Uncorrected \(Fatal\)|AER: can't "
-        r"recover|AER: device recovery failed)",
+        r"(?P<device>\b(?:nvidia|mlx5_core|efa|ena|pcieport)\b)?.{0,80}?(?P<what>Uncorrected \(Fatal\)|AER: "
+        r"can't recover|AER: device recovery failed)",
+        key="what",  # the fatal error itself is quoted, not only the recovery that failed after it
     ),
     # The driver or its GSP firmware in a state only a GPU reset or a reboot clears.
     _p(

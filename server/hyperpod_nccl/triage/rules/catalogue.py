@@ -39,6 +39,8 @@ _CUDA_ERROR_IDS = frozenset(
 )
 _TRANSPORT_FAILURE_KINDS = ("ib_completion", "ib_setup", "transport_error")
 _NCCL_CUDA_CALL_ID = "triage.software.nccl_cuda_call"
+# NCCL WARNs read as their own families: each names the call an error code came back from.
+_NAMED_BY_A_WARN = ("collnet_unavailable", "foreign_connection")
 _CUDA_FAILURE_KINDS = (
     "cuda_error",
     "nccl_cuda_oom",
@@ -91,7 +93,9 @@ def _regrouped(incident: Incident) -> list[Group]:
 
 
 def _without_withdrawn_guess(group: Group, incident: Incident) -> Group:
-    named_call = _NCCL_WARN_ID in incident.groups or incident.index.kind(*_TRANSPORT_FAILURE_KINDS)
+    named_call = _NCCL_WARN_ID in incident.groups or incident.index.kind(
+        *_TRANSPORT_FAILURE_KINDS, *_NAMED_BY_A_WARN
+    )
     if group.meaning.id in _GUESSES_WITHOUT_WARN and named_call:
         return Group(NCCL_RAISED, group.events)
     if group.meaning.id == _NCCL_CUDA_CALL_ID and _cuda_failure_named(incident):
