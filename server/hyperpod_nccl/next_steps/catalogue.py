@@ -40,6 +40,7 @@ Steps = Callable[[Facts], list[SuggestedCommand]]
 
 _ROOT_ON_NODE = "root (sudo) on the node"
 _SHELL_ON_NODE = "a shell on the node"
+_SHELL_IN_CONTAINER = "a shell in the job's container (kubectl exec: pods/exec create; docker exec)"
 _SLURM_USER = "Slurm user (the job's owner)"
 _SLURM_ADMIN = "Slurm operator or admin (SlurmUser/root)"
 _JOB_SCRIPT = "edit the job script and resubmit it"
@@ -100,6 +101,11 @@ def kernel_log(facts: Facts, grep: LiteralString, why: str) -> SuggestedCommand:
         why=why + _where(facts) + kept,
         permission=_ROOT_ON_NODE,
     )
+
+
+def in_container_check(command: LiteralString, why: str) -> SuggestedCommand:
+    """A read-only command run inside the job's container, where the node's own view differs."""
+    return suggest(command, why=why, permission=_SHELL_IN_CONTAINER)
 
 
 def on_node_check(facts: Facts, command: LiteralString, why: str, *, root: bool = False) -> SuggestedCommand:
@@ -1425,11 +1431,7 @@ def _illegal_instruction(facts: Facts) -> list[SuggestedCommand]:
 
 def _container_gpu_access(facts: Facts) -> list[SuggestedCommand]:
     return [
-        on_node_check(
-            facts,
-            "nvidia-smi",
-            "inside the container (kubectl exec, docker exec): whether it reaches the driver at all",
-        ),
+        in_container_check("nvidia-smi", "whether the container reaches the driver at all"),
         on_node_check(
             facts,
             "docker info --format '{{.DefaultRuntime}}'",
@@ -1451,10 +1453,8 @@ def _pcie_fatal(facts: Facts) -> list[SuggestedCommand]:
 def _process_limit(facts: Facts) -> list[SuggestedCommand]:
     return [
         on_node_check(facts, "ulimit -u", "the processes the job's user may run (run it in the job's shell)"),
-        on_node_check(
-            facts,
-            "cat /sys/fs/cgroup/pids.max",
-            "inside a container: its pids limit (cgroup v2), which counts threads too",
+        in_container_check(
+            "cat /sys/fs/cgroup/pids.max", "the container's pids limit (cgroup v2), threads included"
         ),
     ]
 
@@ -1529,18 +1529,13 @@ def _fd_sharing_denied(facts: Facts) -> list[SuggestedCommand]:
 
 def _socket_over_ib(facts: Facts) -> list[SuggestedCommand]:
     return [
-        on_node_check(
-            facts,
-            "ls /dev/infiniband",
-            "whether the job's container sees the RDMA devices (run it inside the container)",
-        ),
+        in_container_check("ls /dev/infiniband", "whether the job's container sees the RDMA devices"),
         suggest_chain(
-            list(on_node(facts, "ldconfig -p")),
+            ["ldconfig -p"],
             "|",
             "grep libibverbs",
-            why="whether the image has the IB verbs library NCCL opens (run it inside the container)"
-            + _where(facts),
-            permission=_SHELL_ON_NODE,
+            why="whether the image has the IB verbs library NCCL opens",
+            permission=_SHELL_IN_CONTAINER,
         ),
         on_node_check(facts, "ibv_devinfo", "the node's HCAs and whether their ports are PORT_ACTIVE"),
     ]
