@@ -380,10 +380,14 @@ def test_oneccl_without_its_launchers_environment_is_the_launch(tmp_path: Path) 
     text = (
         "2025:03:02-10:11:12:(4242) |CCL_WARN| could not get local_idx/count from environment variables, "
         "trying to get them from ATL\n"
+        "2025:03:02-10:11:12:(4242) |CCL_ERROR| global.cpp:150 getenv_local_coord: condition failed\n"
     )
     report = triage(tmp_path, {"xpu.log": text})
     assert root_finding(report) == ("config", "triage.config.ccl_launcher_env"), describe(report)
-    assert "CCL_PROCESS_LAUNCHER=none" in commands_of(report, "triage.config.ccl_launcher_env")
+    commands = commands_of(report, "triage.config.ccl_launcher_env")
+    assert "CCL_ZE_IPC_EXCHANGE=sockets" in commands and "CCL_PROCESS_LAUNCHER=none" in commands
+    (finding,) = [f for f in report.findings if f.id == "triage.config.ccl_launcher_env"]
+    assert [e.line for e in finding.evidence] == [1, 2]  # the error is quoted beside the warning
 
 
 @pytest.mark.parametrize(
@@ -416,3 +420,12 @@ def test_a_corrected_pcie_error_is_not_a_fault(tmp_path: Path) -> None:
     line = "[ 77.1] pcieport 0000:00:03.0: AER: Corrected error received: 0000:03:00.0\n"
     report = triage(tmp_path, {"dmesg.log": line})
     assert all(f.id != "triage.gpu.pcie_fatal" for f in report.findings), describe(report)
+
+
+def test_lightning_thunder_is_not_pytorch_lightning(tmp_path: Path) -> None:
+    text = (
+        '  File "/opt/pytorch/lightning-thunder/thunder/executors/transformer_engineex.py", line 292, in f\n'
+        "TypeError: f() got an unexpected keyword argument 'with_transpose'\n"
+    )
+    report = triage(tmp_path, {"paste.txt": text})
+    assert report.job is not None and report.job.framework != "PyTorch Lightning", report.job

@@ -1490,10 +1490,15 @@ def _collnet_unavailable(facts: Facts) -> list[SuggestedCommand]:
 def _ccl_launcher_env(facts: Facts) -> list[SuggestedCommand]:
     return [
         export(
+            "CCL_ZE_IPC_EXCHANGE=sockets",
+            why="what oneCCL's own message asks for: it then finds each process's place without the launcher",
+        ),
+        export(
             "CCL_PROCESS_LAUNCHER=none",
-            why="oneCCL then takes each process's place from CCL_LOCAL_RANK and CCL_LOCAL_SIZE, which the "
-            "job script sets from the launcher's LOCAL_RANK and LOCAL_WORLD_SIZE",
-        )
+            why="the other way: oneCCL takes each process's place from CCL_LOCAL_RANK and CCL_LOCAL_SIZE, "
+            "set per process from the launcher's LOCAL_RANK and LOCAL_WORLD_SIZE (in the script, before "
+            "the process group starts)",
+        ),
     ]
 
 

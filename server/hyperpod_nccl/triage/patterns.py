@@ -565,7 +565,12 @@ CONFIG = (
     ),
     # oneCCL (Intel's collectives, the `ccl`/`xccl` backend) without its launcher's environment: `could
     # not get local_idx/count from environment variables`, then `getenv_local_coord` failing.
-    _p("ccl_launcher_env", ("could not get local_idx/count", "getenv_local_coord")),
+    _p(
+        "ccl_launcher_env",
+        ("could not get local_idx/count", "getenv_local_coord"),
+        r"(?P<what>could not get local_idx/count|getenv_local_coord)",
+        key="what",  # the warning and the error that follows it are both quoted
+    ),
     # A parallel layout that does not divide (`AssertionError: 4 is not divisible by 8` from DeepSpeed's
     # expert groups, `num_attention_heads must be divisible by tensor_model_parallel_size`, a world size
     # not divisible by TP × PP): the sizes the run was launched with do not fit its GPUs or its model.

@@ -376,7 +376,10 @@ def _note_stamp(scan: FileScan, stripped: Stripped) -> None:
 
 _FRAMEWORK_OF = {word: name for name, words in FRAMEWORK_WORDS for word in words}
 # Longest first, so a word that contains another is the one found.
-_FRAMEWORK_WORD = re.compile("|".join(re.escape(w) for w in sorted(_FRAMEWORK_OF, key=len, reverse=True)))
+# `lightning-thunder` (a compiler) is not PyTorch Lightning.
+_FRAMEWORK_WORD = re.compile(
+    "(?:" + "|".join(re.escape(w) for w in sorted(_FRAMEWORK_OF, key=len, reverse=True)) + r")(?![-_]thunder)"
+)
 
 
 def _note_framework(scan: FileScan, text: str) -> None:
