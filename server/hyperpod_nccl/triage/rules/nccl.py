@@ -84,7 +84,7 @@ def _candidate(incident: Incident) -> Candidate | None:
         finding_id = ONE_NODE_ID
     if verdict.verdict == "silent":  # ranks that ran at some point, rather than never-started ones
         culprits = [r for r in culprits if incident.node_of(r)] or culprits
-    if verdict.verdict == "incomplete" and not verdict.unread and _synchronising(verdict):
+    if _busy_rank_guess(verdict):
         category, title = Category.DATA_LOADING_STALL, _only_waiters_title(verdict)
     states, fired = incident.states, incident.fired
     return Candidate(
@@ -101,18 +101,19 @@ def _candidate(incident: Incident) -> Candidate | None:
     )
 
 
-def _synchronising(verdict: Classification) -> bool:
-    """A collective ranks meet at around work one rank does alone: a 1-element all-reduce (a barrier,
-    a flag) or a broadcast (rank 0 handing out what it prepared). Gradient-sized all-reduces, gathers
-    and all-to-alls that time out this way are as often ranks that ran different steps."""
-    if verdict.stuck_signature is None:
+def _busy_rank_guess(verdict: Classification) -> bool:
+    """Only waiting ranks in the input, every log read, at a collective ranks meet at around work one
+    rank does alone: a 1-element all-reduce (a barrier, a flag) or a broadcast (rank 0 handing out what
+    it prepared). Gradient-sized all-reduces, gathers and all-to-alls that time out this way are as
+    often ranks that ran different steps."""
+    if verdict.verdict != "incomplete" or verdict.unread or verdict.stuck_signature is None:
         return False
     op, numel_in, _ = verdict.stuck_signature
     return numel_in == 1 or (op or "").upper() == "BROADCAST"
 
 
 def _synchronising_note(verdict: Classification) -> str:
-    if verdict.unread or not _synchronising(verdict):
+    if not _busy_rank_guess(verdict):
         return ""
     return (
         " Until then: ranks that time out at a barrier or a broadcast usually waited for one rank doing "
