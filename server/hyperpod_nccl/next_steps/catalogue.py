@@ -431,6 +431,22 @@ def _address_in_use(facts: Facts) -> list[SuggestedCommand]:
     return [*found, _own_port(facts)]
 
 
+def _address_unavailable(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "ip -brief address",
+            "the addresses the node has: an address a process binds must be one of them",
+        ),
+        on_node_check(
+            facts, "ss -s", "sockets by state: tens of thousands in TIME_WAIT mean the local ports ran out"
+        ),
+        on_node_check(
+            facts, "sysctl net.ipv4.ip_local_port_range", "the range of local ports a connect can use"
+        ),
+    ]
+
+
 _PORT_BASE, _PORT_SPREAD = 20_000, 10_000  # below the ephemeral range, away from 29500
 
 
@@ -1026,6 +1042,17 @@ def _gpu_count(facts: Facts) -> list[SuggestedCommand]:
     return [_gpus_on_node(facts)]
 
 
+def _one_process_many_gpus(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        _gpus_on_node(facts),
+        export(
+            "CUDA_VISIBLE_DEVICES=0",
+            why="one GPU for a script written for one (or launch one process per GPU with torchrun "
+            "--nproc_per_node, which DataParallel's gather does not need)",
+        ),
+    ]
+
+
 def _libuv_missing(facts: Facts) -> list[SuggestedCommand]:
     return [export("USE_LIBUV=0", why="the launcher's store without libuv, which this PyTorch build lacks")]
 
@@ -1612,6 +1639,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.nccl_invalid_usage": _invalid_usage,
     "triage.software.duplicate_gpu": _gpu_count,
     "triage.config.one_device_for_all": _gpu_count,
+    "triage.config.dataparallel_gather": _one_process_many_gpus,
+    "triage.config.address_unavailable": _address_unavailable,
     "triage.config.device_not_visible": _gpu_count,
     "triage.config.layout_indivisible": _gpu_count,
     "triage.config.container_gpu_access": _container_gpu_access,

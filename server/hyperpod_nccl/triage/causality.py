@@ -104,6 +104,9 @@ _FOLLOWS: dict[str, frozenset[str]] = {
     "triage.software.nccl_version_skew": frozenset({"triage.software.message_truncated"}),
     "triage.software.ofi_version_skew": frozenset({"triage.software.message_truncated"}),
     "triage.config.address_in_use": frozenset({"triage.rendezvous.timeout"}),
+    "triage.config.address_unavailable": frozenset(
+        {"triage.rendezvous.timeout", "triage.config.store_unreachable", "triage.config.socket_connect"}
+    ),
     "triage.config.master_addr": frozenset({"triage.rendezvous.timeout", "triage.config.store_unreachable"}),
     "triage.config.store_unreachable": frozenset({"triage.rendezvous.timeout"}),
     "triage.config.efa_plugin": frozenset({"triage.config.tcp_fallback"}),

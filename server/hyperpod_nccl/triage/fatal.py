@@ -201,6 +201,15 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 17",
     ),
+    "dataparallel_gather": _fail(
+        "triage.config.dataparallel_gather",
+        "nn.DataParallel could not gather its GPUs' outputs (the replicas returned tensors of different "
+        "shapes, each padding its slice of the batch): one process drove every visible GPU, a script for one "
+        "GPU run on a multi-GPU machine or a Trainer started without torchrun",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 18",
+    ),
     "addr_in_use": _fail(
         "triage.config.address_in_use", "Address already in use", C.CONFIG, 82, "debugging-guide.md § 8"
     ),
@@ -1639,6 +1648,29 @@ def _socket_connect(event: Event) -> Meaning:
     )
 
 
+def _address_unavailable(event: Event) -> Meaning:
+    """errno 99 (EADDRNOTAVAIL) means one thing on a bind and another on a connect."""
+    if event.fields.get("op") == "connect":
+        title = (
+            "A connection found no local address or port to use (`Cannot assign requested address` on a "
+            "connect): the node ran out of ephemeral ports (many short-lived connections left in TIME_WAIT), "
+            "or the source address chosen is not usable here"
+        )
+    elif event.fields.get("op"):
+        title = (
+            "A process was told to bind or listen on an address that is not one of its node's "
+            "(`Cannot assign requested address`, errno 99): MASTER_ADDR, a server IP in a config file or a "
+            "--host argument names another machine, or the interface had no address yet"
+        )
+    else:
+        title = (
+            "A socket could not use its address (`Cannot assign requested address`, errno 99): on a bind, "
+            "the IP is not one of this node's (MASTER_ADDR, a server IP in a config file or a --host naming "
+            "another machine); on a connect, the node ran out of local ports"
+        )
+    return _fail("triage.config.address_unavailable", title, C.CONFIG, 80, "debugging-guide.md § 8")
+
+
 def _async_error(event: Event) -> Meaning | None:
     """`Collective WorkNCCL(...) raised the following async exception: NCCL error: …`: what failed."""
     if "remote process exited" in event.fields.get("what", ""):
@@ -2038,6 +2070,7 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "memreg": _memory_registration,
     "shell_killed": lambda _: _SIGKILL,
     "socket_connect": _socket_connect,
+    "address_unavailable": _address_unavailable,
     "transport_error": _transport_error,
     "async_error": _async_error,
     "cuda_error": _cuda_error,

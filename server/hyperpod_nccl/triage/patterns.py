@@ -579,6 +579,14 @@ CONFIG = (
         "divisible by",
         r"(?i)(?:is not|isn't|not|must be|should be|needs to be|has to be) (?:evenly )?divisible by",
     ),
+    # nn.DataParallel gathering its replicas' outputs of different shapes (`Input tensor at index 3 has
+    # invalid shape [32, 32], but expected [32, 34]`; before PyTorch 1.5, `Gather got an input of invalid
+    # size`): one process drove every visible GPU, each replica padding its slice of the batch its own way.
+    _p(
+        "dataparallel_gather",
+        ("has invalid shape", "Gather got an input of invalid size"),
+        r"Input tensor at index \d+ has invalid shape|Gather got an input of invalid size",
+    ),
     # The kernel refusing one process another's file descriptor (`pidfd_getfd: Operation not permitted`):
     # Yama's ptrace_scope, or a container without CAP_SYS_PTRACE. PyTorch's CUDA IPC (tensors shared
     # between processes) and NCCL's cuMem buffers shared within a node pass descriptors this way.
@@ -1090,6 +1098,24 @@ TRANSPORT = (
         r"(?:Connect(?:ion)? to (?P<peer>\S+<\d+>).*?(?:failed(?: with error)? :?|returned \d+\()\s*"
         r"(?P<why>[A-Za-z][A-Za-z ]+)|Call to connect failed : (?P<plain>[A-Za-z ]+)|(?P<retries>exceeded "
         r"(?:retries|timeouts)))",
+    ),
+    # A socket given an address it cannot use (`Cannot assign requested address`, errno 99,
+    # EADDRNOTAVAIL). On a bind or listen the IP is not one of this node's: MASTER_ADDR, a server
+    # address in a config file or a `--host` names another machine. On a connect, no local port or
+    # source address was left to use. After NCCL's and the store's own connect lines, which say more.
+    _p(
+        "address_unavailable",
+        (
+            "Cannot assign requested address",
+            "cannot assign requested address",
+            "EADDRNOTAVAIL",
+            "errno=99",
+            "errno: 99",
+            "Errno 99]",
+        ),
+        r"(?:\b(?P<op>bind|listen|connect)[^\n]{0,300}?)?(?:cannot assign requested address|eaddrnotavail"
+        r"|errno[=:] ?99\b|errno 99\])",
+        lowered=True,
     ),
     # NCCL ≤ 2.x's connect loop, once per thousand refused attempts (about a second): a peer that
     # does not listen yet. A few then `Init COMPLETE` is a normal start; a run of them is not.
