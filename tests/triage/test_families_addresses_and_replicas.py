@@ -44,7 +44,8 @@ def test_a_bind_on_an_address_not_this_nodes_is_the_address_given(tmp_path: Path
     [
         "grpc: addrConn.createTransport failed to connect to {10.0.0.9:8000}. Err: connection error: desc = "
         '"transport: Error while dialing dial tcp 10.0.0.9:8000: connect: cannot assign requested address"',
-        "worker-3:77:90 [0] misc/socket.cc:530 NCCL WARN socketStartConnect: connect() failed : EADDRNOTAVAIL",
+        "worker-3:77:90 [0] misc/socket.cc:530 NCCL WARN socketStartConnect: connect() failed : "
+        "EADDRNOTAVAIL",
     ],
     ids=["dial", "nccl-connect"],
 )
@@ -82,7 +83,8 @@ def test_address_in_use_and_other_errnos_stay_what_they_are(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     "line",
     [
-        "RuntimeError: Input tensor at index 1 has invalid shape [8, 128, 50265], but expected [8, 131, 50265]",
+        "RuntimeError: Input tensor at index 1 has invalid shape [8, 128, 50265], but expected "
+        "[8, 131, 50265]",
         "RuntimeError: Gather got an input of invalid size: got [4, 61], but expected [4, 64] (gather at "
         "/pytorch/torch/csrc/cuda/comm.cpp:183)",
     ],
@@ -93,7 +95,8 @@ def test_dataparallel_gathering_outputs_of_different_shapes_is_one_process_on_ev
 ) -> None:
     text = (
         "Traceback (most recent call last):\n"
-        '  File "/opt/conda/lib/python3.8/site-packages/torch/nn/parallel/data_parallel.py", line 172, in gather\n'
+        '  File "/opt/conda/lib/python3.8/site-packages/torch/nn/parallel/data_parallel.py", line 172, '
+        "in gather\n"
         "    return gather(outputs, output_device, dim=self.dim)\n"
         f"{line}\n"
     )

@@ -27,9 +27,22 @@ def line_counter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
         monkeypatch.delenv(NO_NUMPY, raising=False)
     else:
         monkeypatch.setenv(NO_NUMPY, "1")
+    monkeypatch.setattr(lines._COUNTER, "numpy", None)
     lines._numpy.cache_clear()
+    lines.load_line_counter()  # numpy, or bytes.count where NO_NUMPY is set
     yield
     lines._numpy.cache_clear()
+
+
+def test_numpy_is_loaded_only_for_an_input_that_pays_for_its_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numpy", reason="numpy is not installed here")
+    monkeypatch.delenv(NO_NUMPY, raising=False)
+    monkeypatch.setattr(lines._COUNTER, "numpy", None)
+    lines._numpy.cache_clear()
+    lines.prepare_line_counter(lines.NUMPY_PAYS_FROM_BYTES - 1)
+    assert lines._COUNTER.numpy is None
+    lines.prepare_line_counter(lines.NUMPY_PAYS_FROM_BYTES)
+    assert lines._COUNTER.numpy is not None
 
 
 def find_word(word: bytes):

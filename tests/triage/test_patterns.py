@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import pytest
 
-from hyperpod_nccl.triage.patterns import EVENT_PATTERNS, FACT_PATTERNS, Dispatcher, anchors_of
+from hyperpod_nccl.triage.patterns import (
+    EVENT_PATTERNS,
+    FACT_PATTERNS,
+    STORAGE_PATTERNS,
+    Dispatcher,
+    anchors_of,
+)
 from hyperpod_nccl.triage.prefilter import build_hit_finder, choose_leads
 from hyperpod_nccl.triage.prefixes import strip
 
 EVENTS = Dispatcher(EVENT_PATTERNS)
 FACTS = Dispatcher(FACT_PATTERNS)
+
+
+def test_every_pattern_compiles() -> None:
+    """Patterns compile on first use, so a broken one would otherwise show only on a line of its own."""
+    for pattern in (*EVENT_PATTERNS, *FACT_PATTERNS, *STORAGE_PATTERNS):
+        assert pattern.expression is None or pattern.regex is not None, pattern.kind
 
 
 def first_event(line: str) -> tuple[str, dict[str, str]] | None:

@@ -22,6 +22,7 @@ from typing import Literal
 
 from hyperpod_nccl.triage.discover import InputFile
 from hyperpod_nccl.triage.events import FileScan
+from hyperpod_nccl.triage.lines import prepare_line_counter
 from hyperpod_nccl.triage.scanner import prepare, scan_input
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this, starting worker processes costs more than it saves
@@ -51,6 +52,8 @@ def plan(files: list[InputFile]) -> Plan:
 def scan_all(files: list[InputFile]) -> list[FileScan]:
     """One FileScan per file, sorted by source."""
     chosen = plan(files)
+    # Loaded before forking, so every worker inherits it (the fork server loaded it at its start).
+    prepare_line_counter(sum(f.size for f in files) // chosen.workers)
     if chosen.workers < 2:
         return [scan_input(item) for item in files]
     biggest_first = sorted(files, key=lambda f: -f.size)

@@ -45,7 +45,7 @@ CRASH_SIGNALS = (
 class Pattern:
     kind: str
     anchors: tuple[str, ...]
-    regex: re.Pattern[str] | None = None
+    expression: str | None = None  # compiled on first use: most patterns never meet a line of theirs
     key: str = ""  # a regex group whose value separates events of one kind on one rank
     # The regex reads the message lower-cased: a case-blind search written as `(?i)` makes the
     # regex engine try every position, while a lower-case literal lets it jump. Its groups come
@@ -56,6 +56,10 @@ class Pattern:
     needs_any: tuple[str, ...] = ()
     # Words the key's group may hold, each with the one name its events fold under (lower-cased).
     key_names: tuple[tuple[str, str], ...] = ()
+
+    @cached_property
+    def regex(self) -> re.Pattern[str] | None:
+        return re.compile(self.expression) if self.expression else None
 
     def match(self, message: str) -> dict[str, str] | None:
         if not any(anchor in message for anchor in self.anchors):
@@ -87,8 +91,7 @@ def _p(
     key_names: tuple[tuple[str, str], ...] = (),
 ) -> Pattern:
     anchor_tuple = (anchors,) if isinstance(anchors, str) else anchors
-    compiled = re.compile(regex) if regex else None
-    return Pattern(kind, anchor_tuple, compiled, key, lowered, needs_any, key_names)
+    return Pattern(kind, anchor_tuple, regex, key, lowered, needs_any, key_names)
 
 
 _PG = r"(?:\[PG (?:ID )?(?P<pg>\d+)[^\]]{0,200}Rank \d+\]\s*)?"
@@ -1915,7 +1918,6 @@ class Dispatcher:
     def __init__(self, patterns: tuple[Pattern, ...]) -> None:
         self._patterns = patterns
         anchors = anchors_of(patterns)
-        self._finder = re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True)))
         self._owners: dict[str, list[int]] = {}
         for index, pattern in enumerate(patterns):
             for anchor in pattern.anchors:
@@ -1925,6 +1927,11 @@ class Dispatcher:
         self._by_found: dict[frozenset[int], list[Pattern]] = {}  # anchors found → their owners
         self._accelerated = hyperscan_matcher([anchor.encode() for anchor in anchors])
         self._by_line: dict[frozenset[int], list[tuple[str, list[int]]]] = {}
+
+    @cached_property
+    def _finder(self) -> re.Pattern[str]:
+        """Every anchor in one regex, longest first: the line search where hyperscan is not installed."""
+        return re.compile("|".join(re.escape(a) for a in sorted(self._anchors, key=len, reverse=True)))
 
     @cached_property
     def find_hits(self) -> HitFinder:
