@@ -109,3 +109,84 @@ def test_a_shape_check_of_a_model_is_not_dataparallel(tmp_path: Path) -> None:
     text = "ValueError: Input tensor has invalid shape [3, 224], expected 4 dimensions\n"
     report = triage(tmp_path, {"train.log": text})
     assert all(f.id != "triage.config.dataparallel_gather" for f in report.findings), describe(report)
+
+
+def test_gloo_failing_after_its_loopback_fallback_is_the_hostname_not_the_rendezvous(tmp_path: Path) -> None:
+    text = (
+        "[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the "
+        "loopback address as fallback. Manually set the network interface to bind to with "
+        "GLOO_SOCKET_IFNAME. "
+        "(function operator())\n"
+        "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] "
+        "no error\n"
+    )
+    report = triage(tmp_path, {"worker-1.log": text})
+    assert root_finding(report) == ("config", "triage.config.gloo_loopback"), describe(report)
+    assert "GLOO_SOCKET_IFNAME=" in commands_of(report, "triage.config.gloo_loopback")
+
+
+def test_the_loopback_fallback_on_a_run_that_did_not_fail_is_no_finding(tmp_path: Path) -> None:
+    text = (
+        "[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the "
+        "loopback address as fallback.\n"
+        "epoch 1 step 100 loss 0.52\n"
+    )
+    report = triage(tmp_path, {"worker-0.log": text})
+    assert report.findings == [] or all(f.status == "PASS" for f in report.findings), describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
+        "https://huggingface.co/api/models/meta-llama/Llama-3.1-8B/revision/main",
+        "HTTP Error 429 thrown while requesting HEAD https://huggingface.co/datasets/allenai/c4/resolve/main/"
+        "en/c4-train.00000-of-01024.json.gz",
+    ],
+    ids=["requests", "hub-client"],
+)
+def test_a_hub_answering_429_is_the_data_service_throttling_every_rank(tmp_path: Path, line: str) -> None:
+    text = f"[rank12]: {line}\n[rank12]: Traceback (most recent call last):\n"
+    report = triage(tmp_path, {"rank12.log": text})
+    assert root_finding(report) == ("storage_io", "triage.storage.hub_rate_limited"), describe(report)
+
+
+def test_a_429_from_an_api_the_code_calls_is_not_the_hub(tmp_path: Path) -> None:
+    text = "openai.RateLimitError: Error code: 429 - Too Many Requests (reward scoring)\n"
+    report = triage(tmp_path, {"rank0.log": text})
+    assert all(f.id != "triage.storage.hub_rate_limited" for f in report.findings), describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[2025-02-11 20:08:00,117 I 4121 4121] main.cc:483: received SIGTERM. Existing local drain "
+        "request = None",
+        "W0409 07:28:49.530000 1359 torch/distributed/elastic/agent/server/api.py:719] Received 15 death "
+        "signal, "
+        "shutting down workers",
+    ],
+    ids=["raylet", "torchrun-numbered"],
+)
+def test_a_process_told_to_stop_before_anything_failed_is_stopped_from_outside(
+    tmp_path: Path, line: str
+) -> None:
+    text = (
+        f"{line}\n"
+        "Traceback (most recent call last):\n"
+        '  File "/venv/bin/torchrun", line 8, in <module>\n'
+        "    sys.exit(main())\n"
+    )
+    report = triage(tmp_path, {"node-1.log": text})
+    assert root_finding(report) == ("infrastructure", "triage.infra.terminated"), describe(report)
+
+
+def test_a_launcher_sending_sigterm_to_its_workers_is_not_told_to_stop(tmp_path: Path) -> None:
+    text = (
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "W0409 07:28:49.531000 1359 torch/distributed/elastic/multiprocessing/api.py:897] Sending process "
+        "1365 "
+        "closing signal SIGTERM\n"
+    )
+    report = triage(tmp_path, {"node-0.log": text})
+    assert root_finding(report)[1] != "triage.infra.terminated", describe(report)

@@ -1655,6 +1655,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.open_files": _open_files_limit,
     "triage.config.gloo_interface": _gloo_interface,
     "triage.config.loopback_peer": _loopback_peer,
+    "triage.config.gloo_loopback": _loopback_peer,
     "triage.config.bootstrap_socket": _bootstrap_socket,
     "triage.config.slurm_step_launch": _slurm_step_launch,
     "triage.software.tensorpipe_listen": _tensorpipe_listen,
@@ -1743,6 +1744,11 @@ REASONS: dict[str, str] = {
     "triage.config.device_map_distributed": (
         "the fix is in the training script: load the model with device_map={'': local_rank} (each rank on "
         "its own GPU), or without device_map under ZeRO-3 and FSDP"
+    ),
+    "triage.storage.hub_rate_limited": (
+        "the fix is in how the job fetches its model and data: download them once before the launch (to "
+        "storage every node mounts, HF_HOME), then start the job with HF_HUB_OFFLINE=1 so no rank asks the "
+        "hub"
     ),
     "triage.software.checkpoint_torn": (
         "the fix is in the training code: save the checkpoint from one rank only (rank 0, is_main_process) "

@@ -342,6 +342,14 @@ _SIMPLE: dict[str, Meaning] = {
         66,
         "debugging-guide.md § 14",
     ),
+    "hub_rate_limited": _fail(
+        "triage.storage.hub_rate_limited",
+        "A model or dataset hub refused the job's requests for rate (HTTP 429 Too Many Requests): every rank "
+        "downloading at once; download once to shared storage before the launch and load from that path",
+        C.STORAGE_IO,
+        72,
+        "debugging-guide.md § 14",
+    ),
     "storage_throttled": _fail(
         "triage.storage.throttled",
         "The object store throttled requests (S3 SlowDown / 503) beyond what the client's retries absorbed",
@@ -1919,6 +1927,18 @@ def nccl_result(event: Event) -> str:
     return event.fields.get("what", "").strip().lower()
 
 
+# Gloo's connections failing after it warned that this host's name resolves to no address of its own
+# (`Unable to resolve hostname to a (local) address. Using the loopback address as fallback`): the
+# other nodes were told 127.0.0.1. Harmless on one machine, which is why the warning alone is no finding.
+GLOO_LOOPBACK = _fail(
+    "triage.config.gloo_loopback",
+    "Gloo's connections failed after it fell back to the loopback address (127.0.0.1): this host's name "
+    "resolves to no address of its own (hostNetwork pods, an /etc/hosts without it), so no other node could "
+    "reach it; name the interface the nodes share (GLOO_SOCKET_IFNAME) or make the hostname resolve",
+    C.CONFIG,
+    80,
+    "multinode.md § 2",
+)
 # NCCL's duplicate-GPU refusal where the launcher's own banner gave several processes one device
 # (accelerate's `Device: cuda:0` for every process): the launch, not the training code.
 ONE_DEVICE_FOR_ALL = _fail(

@@ -1237,10 +1237,12 @@ SCHEDULER = (
         "sigterm",
         ("SIGTERM", "SignalException", "Received "),
         # The launcher told to stop: torchrun's `Received 1 death signal` and its `SignalException:
-        # Process 4123 got signal: 15` (the number says which: 1 a closed terminal, 15 a kill).
+        # Process 4123 got signal: 15` (the number says which: 1 a closed terminal, 15 a kill); a
+        # daemon or framework saying it got one (Ray's raylet `received SIGTERM`, Lightning's
+        # `Received SIGTERM: 15`). Not a launcher sending one (`Sending process 12 closing signal SIGTERM`).
         r"^(?=.*(?:SIGTERM|SignalException|death signal))"
         r"(?:.*?(?P<death>(?:Received (?:(?P<signum>\d+)|Signals\.(?P<signame>SIG\w+)) )?death signal"
-        r"|got signal: (?P<got>\d+)))?",
+        r"|got signal: (?P<got>\d+)|(?:[Rr]eceived|[Cc]aught) SIGTERM\b))?",
     ),
 )
 
@@ -1269,6 +1271,15 @@ STORAGE_CLIENT = (
     _p(
         "storage_throttled",
         ("SlowDown", "Slow Down", "SLOW_DOWN", "reduce your request rate", "ThrottlingException"),
+    ),
+    # A model or dataset hub refusing requests for rate (HTTP 429 Too Many Requests): every rank of a
+    # large job downloading at once (`HTTP Error 429 thrown while requesting GET https://huggingface.co/…`,
+    # `429 Client Error: Too Many Requests for url: …`). Only where the line names a download, a hub or
+    # a dataset: an API the training code calls is not the job's data.
+    _p(
+        "hub_rate_limited",
+        ("HTTP Error 429", "429 Client Error", "Too Many Requests", "status code 429", "429 Too Many"),
+        r"(?i:huggingface|hf\.co|\bhub\b|dataset|download|model|bucket|storage|\bs3\b|\bgcs\b|blob)",
     ),
     _p("retry_last_attempt", "Retry(total=0"),
     _p(
@@ -1777,6 +1788,9 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
     # NCCL without the verbs library (`NET/IB : Failed to open libibverbs.so[.1]`): on a host without IB
     # it is how NCCL finds none; beside sockets on an IB interface it is why (catalogue.py joins them).
     _p("verbs_missing", "Failed to open libibverbs"),
+    # Gloo's warning that the hostname resolves to no local address, so it uses the loopback: fine on one
+    # machine, the cause when gloo's connections between nodes then fail (catalogue.py joins them).
+    _p("gloo_loopback", "Unable to resolve hostname to a (local) address"),
     # accelerate's state banner, once per process: `Num processes: 4` is the world it launched, and
     # `Device: cuda:0` the GPU it gave the process (the same one twice in a file: two processes, one GPU).
     _p("accelerate_world", "Num processes: ", r"^Num processes: (?P<world>\d+)\s*$", key="world"),

@@ -10,6 +10,7 @@ from hyperpod_nccl.models import Category, Finding, Status
 from hyperpod_nccl.triage.events import Event
 from hyperpod_nccl.triage.fatal import (
     CUDA_AFTER_TRANSPORT,
+    GLOO_LOOPBACK,
     HOROVOD_SHUT_DOWN_AFTER,
     NCCL_RAISED,
     ONE_DEVICE_FOR_ALL,
@@ -52,6 +53,10 @@ _CUDA_FAILURE_KINDS = (
 # NCCL's missing verbs library (a fact: alone it says nothing) says why it used sockets on an IB interface.
 _SOCKET_OVER_IB_ID = "triage.config.socket_over_ib"
 _DUPLICATE_GPU_ID = "triage.software.duplicate_gpu"
+# Connections that fail when the other nodes were told the loopback address (gloo's fallback warning).
+_PEERS_UNREACHED_IDS = frozenset(
+    {"triage.rendezvous.timeout", "triage.unknown.gloo_timeout", "triage.config.loopback_peer"}
+)
 _FLUSHED = "5"  # work requests flushed after an earlier error: not a failure of its own
 # After a candidate is proposed: who began the failure (origin.py), whether a fabric error means a
 # fabric that never worked (fabric.py), which cause an unreadable peer address has and which
@@ -83,6 +88,8 @@ def _regrouped(incident: Incident) -> list[Group]:
     for group in incident.groups.values():
         if group.meaning.id == _SOCKET_OVER_IB_ID:
             group = Group(group.meaning, group.events + incident.index.kind("verbs_missing"))
+        if group.meaning.id in _PEERS_UNREACHED_IDS and (fallback := incident.index.kind("gloo_loopback")):
+            group = Group(GLOO_LOOPBACK, fallback + group.events)
         if group.meaning.id == _DUPLICATE_GPU_ID and (shared := _one_device_for_several(incident)):
             group = Group(ONE_DEVICE_FOR_ALL, group.events + shared)
         group = _without_withdrawn_guess(group, incident)

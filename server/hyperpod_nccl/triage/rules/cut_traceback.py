@@ -29,7 +29,7 @@ _CONTINUED = frozenset(
 )
 # Frames in code that talks to the outside world: any cause may be behind them.
 _OUTSIDE = re.compile(
-    r"torch/distributed/|/c10d|/horovod/|torch/cuda/|torch/utils/data/|serialization\.py|/multiprocessing/"
+    r"torch/distributed/|bin/torchrun|/c10d|/horovod/|torch/cuda/|torch/utils/data/|serialization\.py|/multiprocessing/"
     r"|socket\.py|/ssl\.py"
     r"|/urllib|/requests/|/http/|/(?:shutil|os|pathlib)\.py|/fsspec/|/boto"
 )
@@ -42,6 +42,15 @@ def _continues(event: Event) -> bool:
     line another pattern read first counts (`subprocess.CalledProcessError: … returned non-zero exit
     status 1.` is a worker's exit as well)."""
     return event.kind in _CONTINUED or _RAISED.match(strip(event.text).message) is not None
+
+
+def _after_a_stop(incident: Incident, frame: Event) -> bool:
+    """The traceback follows its process being told to stop (torchrun's `Received 15 death signal`):
+    the shutdown the signal raised, not an exception of the code."""
+    return any(
+        e.source == frame.source and e.line < frame.line and "death" in e.fields
+        for e in incident.index.kind("sigterm")
+    )
 
 
 def cut_traceback(incident: Incident) -> Outcome:
@@ -58,7 +67,7 @@ def cut_traceback(incident: Incident) -> Outcome:
     }
     cut = [frame for frame in frames if frame.source not in continued and frame.line == deepest[frame.source]]
     frame = incident.first(cut)
-    if frame is None:
+    if frame is None or _after_a_stop(incident, frame):
         return Outcome()
     where = _FILE.search(frame.text)
     if where is not None and where["function"] == "set_device" and "cuda" in where["file"]:

@@ -125,8 +125,10 @@ def unexplained_failure(incident: Incident) -> Outcome:
     first = incident.first(named) or incident.first(primary) or incident.first(following)
     if first is None:
         return Outcome()
-    if first.kind == "sigterm" and "death" in first.fields:
-        return _stopped_from_outside(incident, first)
+    stop = incident.first(e for e in incident.index.kind("sigterm") if "death" in e.fields)
+    if stop is not None and (stop is first or (not named and _precedes(incident, stop, first))):
+        # what failed after the launcher was told to stop is its shutting down (torchrun's own traceback)
+        return _stopped_from_outside(incident, stop)
     what, reference = (_PRIMARY | _CONSEQUENCES)[first.kind]
     witnesses = _witnesses(incident, first, primary + following)
     ranks = [first.rank] if first.rank is not None else []
@@ -163,9 +165,18 @@ def unexplained_failure(incident: Incident) -> Outcome:
     )
 
 
+def _precedes(incident: Incident, one: Event, other: Event) -> bool:
+    """`one` happened before `other`: earlier in the same file, or earlier by the clock."""
+    if one.source == other.source:
+        return one.line < other.line
+    at_one, at_other = incident.clock.at(one.stamp), incident.clock.at(other.stamp)
+    return at_one is not None and at_other is not None and at_one < at_other
+
+
 _SCHEDULER = (
     "look at the scheduler (scancel, time limit, preemption) or Kubernetes (pod deleted, evicted, node "
-    "drained) for who sent it."
+    "drained) for who sent it, or at the job's own tooling (a launcher that cleans up the processes its "
+    "script left running when the script returned)."
 )
 # The signal a launcher reports, and who usually sends it.
 _SENDERS = {
@@ -193,13 +204,16 @@ def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
     # A hang-up is how the job was started (a terminal it still hung from), not the cluster acting on it.
     hangup = number == _HANGUP
     finding_id = HANGUP_ID if hangup else TERMINATED_ID
+    # torchrun's words are about itself; a daemon's (Ray's raylet) or a framework's about its process
+    launcher = "death signal" in signal.fields["death"] or "got signal" in signal.fields["death"]
+    receiver = "its launcher" if launcher else "a process of the job"
     finding = Finding(
         id=finding_id,
         status=Status.FAIL,
         priority=Priority.P0,
-        title=f"The job was stopped from outside: its launcher received {name} before any failure showed",
+        title=f"The job was stopped from outside: {receiver} received {name} before any failure showed",
         reference=_SCHEDULER_SECTION,
-        detail=f"Nothing in the logs failed before the launcher was told to shut down: {sender}",
+        detail=f"Nothing in the logs failed before {receiver} was told to shut down: {sender}",
         nodes=[n for n in [signal.node or incident.node_of(signal.rank)] if n],
         evidence=[evidence(signal, incident.topology)],
     )
@@ -208,7 +222,7 @@ def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
         finding,
         category=Category.CONFIG if hangup else Category.INFRASTRUCTURE,
         weight=_UNKNOWN_WEIGHT,
-        title=f"Stopped from outside (the launcher received {name}) before any failure showed",
+        title=f"Stopped from outside ({receiver} received {name}) before any failure showed",
         ranks=[],
         first=signal,
         confidence="low",
