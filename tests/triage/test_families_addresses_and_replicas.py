@@ -190,3 +190,26 @@ def test_a_launcher_sending_sigterm_to_its_workers_is_not_told_to_stop(tmp_path:
     )
     report = triage(tmp_path, {"node-0.log": text})
     assert root_finding(report)[1] != "triage.infra.terminated", describe(report)
+
+
+def test_oneccl_without_the_device_directory_is_the_containers_devices(tmp_path: Path) -> None:
+    text = (
+        "2025:08:01-10:11:12:(4242) |CCL_ERROR| ze_fd_manager.cpp:144 init_device_fds: EXCEPTION: opendir "
+        "failed: could not open device directory\n"
+    )
+    report = triage(tmp_path, {"rank1.log": text})
+    assert root_finding(report) == ("config", "triage.config.container_device_directory"), describe(report)
+    assert "ls -l /dev/dri/by-path" in commands_of(report, "triage.config.container_device_directory")
+
+
+def test_a_dask_task_that_failed_is_never_answered_no_issue(tmp_path: Path) -> None:
+    text = (
+        "Dask client/cluster created using LocalCUDACluster\n"
+        "2023-09-27 04:28:47,439 - distributed.worker - WARNING - Run Failed\n"
+        "Function: _func_init_all\n"
+        "kwargs:   {'dask_worker': <Worker 'tcp://127.0.0.1:43613', name: 3, status: running>}\n"
+    )
+    report = triage(tmp_path, {"client.log": text})
+    assert root_finding(report) == ("unknown", "triage.unknown.failure"), describe(report)
+    (finding,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
+    assert any("Run Failed" in e.text for e in finding.evidence)

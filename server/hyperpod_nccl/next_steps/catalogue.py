@@ -1467,6 +1467,15 @@ def _container_gpu_access(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _device_directory(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        in_container_check(
+            "ls -l /dev/dri/by-path",
+            "the device links oneCCL opens: missing where /dev/dri came in with --device",
+        )
+    ]
+
+
 def _pcie_fatal(facts: Facts) -> list[SuggestedCommand]:
     return [
         kernel_log(
@@ -1644,6 +1653,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.device_not_visible": _gpu_count,
     "triage.config.layout_indivisible": _gpu_count,
     "triage.config.container_gpu_access": _container_gpu_access,
+    "triage.config.container_device_directory": _device_directory,
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
     "triage.software.host_slots_as_name": _open_mpi_version,

@@ -121,6 +121,15 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 18",
     ),
+    "device_directory": _fail(
+        "triage.config.container_device_directory",
+        "The GPU runtime could not open the device directory it lists GPUs from (oneCCL's `init_device_fds: "
+        "opendir failed`): a container given the devices one by one (`--device /dev/dri`) has no "
+        "/dev/dri/by-path; bind-mount /dev/dri into the container instead",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 10",
+    ),
     "ccl_launcher_env": _fail(
         "triage.config.ccl_launcher_env",
         "oneCCL could not find its launcher's environment (local rank and size): started by another launcher "

@@ -574,6 +574,11 @@ CONFIG = (
         r"(?P<what>could not get local_idx/count|getenv_local_coord)",
         key="what",  # the warning and the error that follows it are both quoted
     ),
+    # oneCCL listing the GPUs from a device directory the container lacks (`init_device_fds: EXCEPTION:
+    # opendir failed: could not open device directory`): /dev/dri passed with --device has no by-path links.
+    _p(
+        "device_directory", ("could not open device directory", "opendir failed"), r"init_device_fds|/dev/dri"
+    ),
     # A parallel layout that does not divide (`AssertionError: 4 is not divisible by 8` from DeepSpeed's
     # expert groups, `num_attention_heads must be divisible by tensor_model_parallel_size`, a world size
     # not divisible by TP × PP): the sizes the run was launched with do not fit its GPUs or its model.
@@ -1363,6 +1368,13 @@ MISSING = (
 )
 
 FRAMEWORK = (
+    # A Dask worker reporting a task of its own that failed (`distributed.worker - ERROR - Compute
+    # Failed`, `… WARNING - Run Failed` for a function run on every worker, as RAPIDS' comms set-up is).
+    _p(
+        "task_failed",
+        ("Compute Failed", "Run Failed"),
+        r"distributed\.\w+ - (?:WARNING|ERROR) - (?:Compute|Run) Failed",
+    ),
     # The script refused its own command line: argparse's `train.py: error: unrecognized arguments:
     # --local-rank=2` (and its other complaints), click's `Error: No such option: --foo`, Hugging Face's
     # `Some specified arguments are not used by the HfArgumentParser: ['--local-rank=0']`.

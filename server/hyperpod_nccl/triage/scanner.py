@@ -46,6 +46,8 @@ _KEEP_LATEST = frozenset({"work_update", "progress", "traceback_frame"})
 _FACT_KINDS = frozenset(pattern.kind for pattern in RUN_FACTS)
 # Kinds whose second line is kept too (marked AGAIN): a process announcing a rank another already took.
 _KEEP_SECOND = frozenset({"ddp_member"})
+# Kinds whose repeated lines change the event kept, not only its count.
+_UPDATED_BY_REPEATS = _KEEP_LATEST | _KEEP_SECOND | {"progress"}
 # Lines from a traceback frame to the exception it raised: a few frames, a pasted echo of them.
 _FRAME_REACH = 8
 # Lines from a gRPC status to the call it answered (`RPC: /tensorflow.CoordinationService/RegisterTask`).
@@ -410,26 +412,36 @@ def _record(
     status_line, status = state.grpc_status
     if kind == "coordination" and status_line and number - status_line <= _STATUS_REACH:
         fields = {**fields, FRAME_LINE: str(status_line), FRAME: status}  # what the call got back
+    if pattern.kind != "worker_exit" and kind not in _UPDATED_BY_REPEATS:
+        # A line that only adds to the count of an event already kept (retry noise, repeated
+        # warnings: most lines of a big log that match at all) builds no event of its own.
+        existing = state.keyed.get(_fold_key(pattern, kind, fields, stripped, stripped.rank))
+        if existing is not None:
+            existing.count += 1
+            if kind not in _FACT_KINDS:
+                state.last_event_line = number
+            return
     event = _event(state, kind, fields, number, text, stripped)
     if pattern.kind == "worker_exit":
         _attach_failure_block(state, event)
         if "mpi_rank" in fields:  # Open MPI names the global rank and its node
             event.rank = int(fields["mpi_rank"])
-    _keep(state, event, _fold_key(pattern, event, stripped.local_rank))
+    _keep(state, event, _fold_key(pattern, kind, event.fields, stripped, event.rank))
 
 
-def _fold_key(pattern: Pattern, event: Event, local_rank: int | None) -> tuple[object, ...]:
+def _fold_key(
+    pattern: Pattern, kind: str, fields: dict[str, str], stripped: Stripped, rank: int | None
+) -> tuple[object, ...]:
     """Lines with the same key fold into one event: one kind, from one pattern, on one rank."""
-    separator = event.fields.get(pattern.key) if pattern.key else None
     return (
-        event.kind,
+        kind,
         pattern.anchors[0],
-        event.rank,
-        local_rank,
-        event.node,
-        event.fields.get("pg"),
-        event.fields.get("task"),
-        separator,
+        rank,
+        stripped.local_rank,
+        stripped.host or _short_host(fields.get("host")),
+        fields.get("pg"),
+        str(stripped.task) if stripped.task is not None else fields.get("task"),
+        fields.get(pattern.key) if pattern.key else None,
     )
 
 

@@ -42,6 +42,7 @@ _PRIMARY: dict[str, tuple[str, str]] = {
     "nccl_failure": ("an NCCL call that failed (nccl-tests)", "performance-testing.md § 5"),
     "crash": ("a process crash (abort or segmentation fault)", "debugging-guide.md § 15"),
     "store_connect": ("a failed connection to the c10d store", "debugging-guide.md § 7"),
+    "task_failed": ("a task a Dask worker ran that failed", "debugging-guide.md § 15"),
     "last_words": (
         "an error line among the log's last lines, in a wording no rule knows",
         "debugging-guide.md § 15",
@@ -71,9 +72,9 @@ LOOKED_FOR = (
     "watchdog timeouts and dump signals, NCCL errors (any framing of NCCL's result codes) and WARN lines, "
     "transport errors (EFA, libfabric, IB, sockets), Python tracebacks and exceptions, CUDA errors and "
     "out-of-memory, GPU Xid / ECC / fallen-off-the-bus lines, OOM kills and SIGKILL, crashes (segmentation "
-    "faults, aborts, core dumps), non-zero exits and signals from any launcher, srun task failures, Slurm "
-    "errors and cancellations, rendezvous and store timeouts, storage and data errors, and error lines among "
-    "each file's last lines"
+    "faults, aborts, core dumps), non-zero exits and signals from any launcher, srun task failures, Dask "
+    "task failures, Slurm errors and cancellations, rendezvous and store timeouts, storage and data errors, "
+    "and error lines among each file's last lines"
 )
 
 
