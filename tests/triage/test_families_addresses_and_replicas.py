@@ -213,3 +213,48 @@ def test_a_dask_task_that_failed_is_never_answered_no_issue(tmp_path: Path) -> N
     assert root_finding(report) == ("unknown", "triage.unknown.failure"), describe(report)
     (finding,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
     assert any("Run Failed" in e.text for e in finding.evidence)
+
+
+def test_a_pasted_pod_table_names_the_failed_pod_and_asks_for_its_previous_log(tmp_path: Path) -> None:
+    text = (
+        "NAME                               READY   STATUS    RESTARTS   AGE\n"
+        "nccl-tests-efa-16-launcher-mkjgm   0/1     Error     0          5s\n"
+        "nccl-tests-efa-16-worker-0         1/1     Running   0          6s\n"
+    )
+    report = triage(tmp_path, {"pods.txt": text})
+    assert root_finding(report) == ("unknown", "triage.unknown.failure"), describe(report)
+    (finding,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
+    assert finding.reference == "debugging-guide.md § 9"
+    commands = commands_of(report, "triage.unknown.failure")
+    assert "kubectl logs nccl-tests-efa-16-launcher-mkjgm" in commands and "--previous" in commands
+    assert report.job is not None and report.job.outcome.outcome == "crashed"
+
+
+def test_running_and_completed_pod_rows_are_not_failures(tmp_path: Path) -> None:
+    text = (
+        "NAME                 READY   STATUS    RESTARTS   AGE\n"
+        "trainer-worker-0     1/1     Running   0          6s\n"
+        "trainer-worker-1     1/1     Completed 0          6s\n"
+    )
+    report = triage(tmp_path, {"pods.txt": text})
+    assert not [f for f in report.findings if f.status == "FAIL"], describe(report)
+
+
+def test_a_traceback_cut_at_the_interpreters_start_up_frames_is_no_guess(tmp_path: Path) -> None:
+    text = (
+        "[rank356]: Traceback (most recent call last):\n"
+        '[rank356]:   File "<frozen runpy>", line 198, in _run_module_as_main\n'
+        '[rank356]:   File "<frozen runpy>", line 88, in _run_code\n'
+    )
+    report = triage(tmp_path, {"node-7.log": text})
+    assert all(f.id != "triage.software.cut_traceback" for f in report.findings), describe(report)
+
+
+def test_a_stop_before_any_failure_is_not_called_a_failure_then_an_end(tmp_path: Path) -> None:
+    text = (
+        "[2025-02-11 20:08:00,117 I 4121 4121] main.cc:483: received SIGTERM. Existing local drain request\n"
+    )
+    report = triage(tmp_path, {"raylet.out": text})
+    assert report.job is not None and "before any failure" in report.job.outcome.why, describe(report)
+    # nothing says where it ran: the machine's own shutdown record comes first
+    assert commands_of(report, "triage.infra.terminated").startswith("last -x -F shutdown reboot")

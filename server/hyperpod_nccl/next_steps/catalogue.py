@@ -518,16 +518,22 @@ def _exception(facts: Facts) -> list[SuggestedCommand]:
 
 
 def _scheduler(facts: Facts) -> list[SuggestedCommand]:
-    if not facts.slurm:
-        return [
-            suggest(
-                "kubectl get events -n",
-                placeholder("namespace"),
-                "--sort-by=.lastTimestamp",
-                why="who evicted, deleted or rescheduled the pods, newest last",
-                permission="events: list",
-            )
-        ]
+    events = suggest(
+        "kubectl get events -n",
+        placeholder("namespace"),
+        "--sort-by=.lastTimestamp",
+        why="on Kubernetes: who evicted, deleted or rescheduled the pods, newest last",
+        permission="events: list",
+    )
+    if facts.kubernetes:
+        return [events]
+    if not facts.slurm:  # nothing says where it ran: the machine first, Kubernetes in case
+        machine = on_node_check(
+            facts,
+            "last -x -F shutdown reboot",
+            "whether the machine itself went down around the signal (a spot reclaim, maintenance)",
+        )
+        return [machine, events]
     return sacct(
         facts, "JobID,State,Elapsed,Timelimit,NodeList,ExitCode", "how the scheduler ended the job, and when"
     )
@@ -703,6 +709,22 @@ def _pods(facts: Facts) -> list[SuggestedCommand]:
             why="what the scheduler and the kubelet reported, newest last",
             permission="events: list",
         ),
+    ]
+
+
+def _failed_pods(facts: Facts) -> list[SuggestedCommand]:
+    """A cause not established from a pasted `kubectl get pods` table: the failed container's own words."""
+    if not facts.pods:
+        return []
+    return [
+        suggest(
+            "kubectl logs",
+            *_pod_words(facts),
+            "--previous",
+            why="the log of the container that failed: the cause the table does not show",
+            permission="pods/log: get",
+        ),
+        *_pods(facts),
     ]
 
 
@@ -1416,6 +1438,8 @@ def _ddp_unused(facts: Facts) -> list[SuggestedCommand]:
 
 
 def _unknown(facts: Facts) -> list[SuggestedCommand]:
+    if facts.pods:
+        return _failed_pods(facts)
     if not facts.nccl_quiet:
         return []
     return [

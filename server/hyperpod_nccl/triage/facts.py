@@ -57,7 +57,9 @@ def job_facts(incident: Incident) -> JobFacts:
     pids = {rank: pid for (_, pid), rank in sorted(topology.pid_rank.items())}
     instances = {node: address for address, node in topology.addr_node.items() if _INSTANCE.match(address)}
     # kubectl's own output: `--timestamps` (the one UTC stamp), or a pod's eviction.
-    kubernetes = any(scan.utc_stamps for scan in incident.scans) or bool(incident.index.kind("evicted"))
+    kubernetes = any(scan.utc_stamps for scan in incident.scans) or bool(
+        incident.index.kind("evicted", "pod_failed")
+    )
     dated: dict[str, dict[int, datetime]] = {}
     for event in incident.events:
         if (moment := incident.at(event)) is not None:
@@ -135,10 +137,18 @@ def finding_facts(finding: Finding, job: JobFacts, incident: Incident) -> Facts:
         window=_window(finding, job),
         peers=_peers(finding, incident),
         nccl_quiet=job.nccl_quiet,
+        pods=_pods_quoted(finding, incident),
         libraries=frozenset(
             name for name in _LIBRARIES if any(name in e.text.lower() for e in finding.evidence)
         ),
     )
+
+
+def _pods_quoted(finding: Finding, incident: Incident) -> tuple[tuple[str, str], ...]:
+    """The pods of the `kubectl get pods` rows the finding quotes (a table names no namespace)."""
+    quoted = {(e.source, e.line) for e in finding.evidence}
+    rows = incident.index.kind("pod_failed")
+    return tuple(("", e.fields["pod"]) for e in rows if (e.source, e.line) in quoted)
 
 
 def _peers(finding: Finding, incident: Incident) -> tuple[str, ...]:

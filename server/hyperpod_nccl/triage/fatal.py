@@ -353,8 +353,9 @@ _SIMPLE: dict[str, Meaning] = {
     ),
     "hub_rate_limited": _fail(
         "triage.storage.hub_rate_limited",
-        "A model or dataset hub refused the job's requests for rate (HTTP 429 Too Many Requests): every rank "
-        "downloading at once; download once to shared storage before the launch and load from that path",
+        "A model or dataset hub refused the job's requests for rate (HTTP 429 Too Many Requests): many ranks "
+        "or jobs downloading at once; download once to shared storage before the launch and load from that "
+        "path",
         C.STORAGE_IO,
         72,
         "debugging-guide.md § 14",

@@ -1286,6 +1286,9 @@ STORAGE_CLIENT = (
         ("HTTP Error 429", "429 Client Error", "Too Many Requests", "status code 429", "429 Too Many"),
         r"(?i:huggingface|hf\.co|\bhub\b|dataset|download|model|bucket|storage|\bs3\b|\bgcs\b|blob)",
     ),
+    # huggingface_hub's own back-off on a 429, which names no host: `Rate limited. Waiting 196.0s before
+    # retry [Retry 1/5].`
+    _p("hub_rate_limited", "Rate limited. Waiting", r"Rate limited\. Waiting [\d.]+s before retry"),
     _p("retry_last_attempt", "Retry(total=0"),
     _p(
         "retries_exhausted",
@@ -1925,6 +1928,15 @@ SHELL_PROMPT = re.compile(
     r"^(?:\(\S{1,40}\) )?\[?[a-z_][\w.-]{0,31}@(?P<host>(?!localhost\b)[A-Za-z][\w.-]{0,62})"
     r"(?::[^\s#$]{0,200}| [^\]\s]{1,200}\])[#$](?: |$)"
 )
+
+# A `kubectl get pods` row whose container failed (`launcher-mkjgm   0/1   Error   0   5s`), read on a
+# file's head lines (a pasted table): its words are too common to look for in every line. OOMKilled,
+# Evicted and image pulls are read by their own patterns, everywhere.
+POD_ROW = re.compile(
+    r"^(?P<pod>[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)\s+\d+/\d+\s+(?P<status>(?:Init:)?(?:Error|CrashLoopBackOff)"
+    r"|ContainerStatusUnknown|CreateContainerConfigError|RunContainerError)\s+(?P<restarts>\d+)\b"
+)
+POD_FAILED = Pattern("pod_failed", ("kubectl get pods",), key="pod")
 
 # Storage daemon logs are small: glog's `E ` severity at a line start is enough to flag a line.
 STORAGE_PREFILTER = [a for p in STORAGE_PATTERNS[:-1] for a in p.anchors] + ["\nE "]

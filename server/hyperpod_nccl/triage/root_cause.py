@@ -135,6 +135,10 @@ def _where(event: Event | None) -> str:
     return f" ({event.source}:{event.line})" if event else ""
 
 
+def _ranks(count: int) -> str:
+    return f"{count} rank{'' if count == 1 else 's'}"
+
+
 def _chain(top: Candidate, context: Context) -> list[str]:
     who = _who(top.ranks, top.nodes)
     when = _at(top.when) + (" (derived: watchdog time − timeout)" if top.when and top.when_derived else "")
@@ -142,14 +146,14 @@ def _chain(top: Candidate, context: Context) -> list[str]:
     verdict = context.verdict
     if context.collective and verdict.waiting:
         chain.append(
-            f"→ {len(verdict.waiting)} ranks waited inside {context.collective}"
+            f"→ {_ranks(len(verdict.waiting))} waited inside {context.collective}"
             f"{' issued ≈' + context.started.strftime('%H:%M:%S') + ' (derived)' if context.started else ''}"
             f" for the {verdict.timeout_ms or '?'} ms timeout"
         )
     if context.fired:
         chain.append(
-            f"→ watchdog fired on {context.fired_ranks} ranks{_at(context.fired_at)} and took the processes "
-            f"down{_where(context.fired)}"
+            f"→ watchdog fired on {_ranks(context.fired_ranks)}{_at(context.fired_at)} and took the "
+            f"processes down{_where(context.fired)}"
         )
     if context.final:
         final = context.final

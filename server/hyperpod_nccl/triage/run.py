@@ -27,10 +27,19 @@ from hyperpod_nccl.triage.findings import clip
 from hyperpod_nccl.triage.model import Incident
 from hyperpod_nccl.triage.patterns import EXCEPTION_NAME
 from hyperpod_nccl.triage.prefixes import strip
-from hyperpod_nccl.triage.rules.unknown import abnormal_events
+from hyperpod_nccl.triage.rules.unknown import abnormal_events, stopped_first
 
 MAX_SPANS = 6
-_ENDINGS = ("worker_exit", "srun_task", "slurm_cancel", "slurm_failed", "take_down", "sigterm", "crash")
+_ENDINGS = (
+    "worker_exit",
+    "srun_task",
+    "slurm_cancel",
+    "slurm_failed",
+    "take_down",
+    "sigterm",
+    "crash",
+    "pod_failed",
+)
 _SUCCESS = ("training_done",)
 # The last line of Python's own traceback: `RuntimeError: …` at the start of the message.
 _UNCAUGHT = re.compile(EXCEPTION_NAME + r"\b(?::|$)")
@@ -73,6 +82,14 @@ def run_outcome(incident: Incident, failed: bool, final: Event | None) -> RunOut
             else _latest([e for e in incident.index.kind(*_ENDINGS) if _ends(e)], incident)
         )
         if last is not None:
+            primary, following = abnormal_events(incident)
+            earliest = incident.first(primary) or incident.first(following)
+            if (stop := stopped_first(incident, earliest)) is not None:
+                return RunOutcome(
+                    outcome="crashed",
+                    why="the processes were told to stop from outside before any failure showed",
+                    evidence=log_line(stop, incident),
+                )
             return RunOutcome(
                 outcome="crashed",
                 why="a failure, then the processes were ended",

@@ -25,6 +25,8 @@ from hyperpod_nccl.triage.patterns import (
     LAST_WORDS_BENIGN,
     LAST_WORDS_FAILURE,
     LAST_WORDS_LINES,
+    POD_FAILED,
+    POD_ROW,
     SHELL_PROMPT,
     STORAGE_PATTERNS,
     STORAGE_PREFILTER,
@@ -297,6 +299,9 @@ def _take_line(
         _note_framework(state.scan, text)
         if prompt := SHELL_PROMPT.match(text):  # a terminal session pasted whole: the machine it ran on
             state.scan.hosts.add(prompt["host"])
+        if row := POD_ROW.match(text):
+            _record(state, POD_FAILED, row.groupdict(), number, text, stripped)
+            return
     if dispatcher is None or _frame_source_line(state, number, stripped.message):
         return
     for pattern in dispatcher.candidates(stripped.message, found):

@@ -42,6 +42,7 @@ _PRIMARY: dict[str, tuple[str, str]] = {
     "nccl_failure": ("an NCCL call that failed (nccl-tests)", "performance-testing.md § 5"),
     "crash": ("a process crash (abort or segmentation fault)", "debugging-guide.md § 15"),
     "store_connect": ("a failed connection to the c10d store", "debugging-guide.md § 7"),
+    "pod_failed": ("a pod whose container failed (a `kubectl get pods` row)", "debugging-guide.md § 9"),
     "task_failed": ("a task a Dask worker ran that failed", "debugging-guide.md § 15"),
     "last_words": (
         "an error line among the log's last lines, in a wording no rule knows",
@@ -126,9 +127,8 @@ def unexplained_failure(incident: Incident) -> Outcome:
     first = incident.first(named) or incident.first(primary) or incident.first(following)
     if first is None:
         return Outcome()
-    stop = incident.first(e for e in incident.index.kind("sigterm") if "death" in e.fields)
-    if stop is not None and (stop is first or (not named and _precedes(incident, stop, first))):
-        # what failed after the launcher was told to stop is its shutting down (torchrun's own traceback)
+    stop = stopped_first(incident, first, named=bool(named))
+    if stop is not None:
         return _stopped_from_outside(incident, stop)
     what, reference = (_PRIMARY | _CONSEQUENCES)[first.kind]
     witnesses = _witnesses(incident, first, primary + following)
@@ -164,6 +164,17 @@ def unexplained_failure(incident: Incident) -> Outcome:
         confidence="low",
         nodes=nodes,
     )
+
+
+def stopped_first(incident: Incident, first: Event | None, *, named: bool = False) -> Event | None:
+    """The line saying a process of the job was told to stop (torchrun's death signal, a daemon's
+    `received SIGTERM`), when it came before `first`, the earliest abnormal line: what failed after
+    it is the shutting down (torchrun's own traceback), not a cause. None when a launcher named the
+    worker that failed first (`named`)."""
+    stop = incident.first(e for e in incident.index.kind("sigterm") if "death" in e.fields)
+    if stop is None or first is None:
+        return None
+    return stop if stop is first or (not named and _precedes(incident, stop, first)) else None
 
 
 def _precedes(incident: Incident, one: Event, other: Event) -> bool:
