@@ -231,9 +231,13 @@ def _newlines_before(block: bytes | bytearray, end: int, starts: list[int]) -> t
         mask = numpy.equal(
             numpy.frombuffer(block, dtype=numpy.uint8, count=end), _NEWLINE, out=_newline_mask(numpy, end)
         )
-        count_nonzero = numpy.count_nonzero
+        count_nonzero, count_bytes = numpy.count_nonzero, block.count
 
-        def count(_newline: bytes, start: int, stop: int) -> int:
+        def count(newline: bytes, start: int, stop: int) -> int:
+            # a numpy call costs what bytes.count spends on a few kilobytes: short gaps (lines that
+            # match in a row) are counted directly
+            if stop - start < _SHORT_GAP:
+                return count_bytes(newline, start, stop)
             return int(count_nonzero(mask[start:stop]))
 
     before, counted, counted_to = [], 0, 0
@@ -245,6 +249,7 @@ def _newlines_before(block: bytes | bytearray, end: int, starts: list[int]) -> t
 
 
 _NEWLINE = ord("\n")
+_SHORT_GAP = 2048
 
 
 def _newline_mask(numpy: Any, size: int) -> Any:
