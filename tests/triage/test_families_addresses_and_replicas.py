@@ -258,3 +258,27 @@ def test_a_stop_before_any_failure_is_not_called_a_failure_then_an_end(tmp_path:
     assert report.job is not None and "before any failure" in report.job.outcome.why, describe(report)
     # nothing says where it ran: the machine's own shutdown record comes first
     assert commands_of(report, "triage.infra.terminated").startswith("last -x -F shutdown reboot")
+
+
+def test_a_pod_table_of_every_namespace_names_pods_with_their_namespace(tmp_path: Path) -> None:
+    text = (
+        "$ kubectl get pods -A\n"
+        "NAMESPACE     NAME                         READY   STATUS                       RESTARTS   AGE\n"
+        "kube-system   efa-device-plugin-5v7mh      0/1     CreateContainerConfigError   0          2m43s\n"
+        "training      llama-worker-1               1/1     Running                      0          2m\n"
+    )
+    report = triage(tmp_path, {"pods.txt": text})
+    assert root_finding(report) == ("config", "triage.config.container_config"), describe(report)
+    assert "kubectl describe pod efa-device-plugin-5v7mh -n kube-system" in commands_of(
+        report, "triage.config.container_config"
+    )
+
+
+def test_the_efa_device_plugin_without_a_device_is_where_it_was_scheduled(tmp_path: Path) -> None:
+    text = (
+        "2026/02/03 15:23:32 Fetching EFA devices.\n"
+        "2026/02/03 15:23:32 Error to get IB device: %v. No valid EFA devices found\n"
+    )
+    report = triage(tmp_path, {"efa-plugin.log": text})
+    assert root_finding(report) == ("config", "triage.config.efa_plugin_no_device"), describe(report)
+    assert "instance-type" in commands_of(report, "triage.config.efa_plugin_no_device")

@@ -376,6 +376,21 @@ def _efa(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _efa_plugin_nodes(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "kubectl get nodes -L node.kubernetes.io/instance-type",
+            why="the instance type of each node: the EFA device plugin belongs only on types with EFA",
+            permission="nodes: list",
+        ),
+        suggest(
+            "kubectl get ds -n kube-system -o wide",
+            why="the device plugin's DaemonSet and the node selector that decides where it runs",
+            permission="daemonsets: list",
+        ),
+    ]
+
+
 def _rendezvous(facts: Facts) -> list[SuggestedCommand]:
     if facts.slurm:
         return sacct(
@@ -1678,6 +1693,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.layout_indivisible": _gpu_count,
     "triage.config.container_gpu_access": _container_gpu_access,
     "triage.config.container_device_directory": _device_directory,
+    "triage.config.container_config": _pods,
+    "triage.config.efa_plugin_no_device": _efa_plugin_nodes,
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
     "triage.software.host_slots_as_name": _open_mpi_version,

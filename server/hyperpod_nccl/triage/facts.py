@@ -148,7 +148,9 @@ def _pods_quoted(finding: Finding, incident: Incident) -> tuple[tuple[str, str],
     """The pods of the `kubectl get pods` rows the finding quotes (a table names no namespace)."""
     quoted = {(e.source, e.line) for e in finding.evidence}
     rows = incident.index.kind("pod_failed")
-    return tuple(("", e.fields["pod"]) for e in rows if (e.source, e.line) in quoted)
+    return tuple(
+        (e.fields.get("namespace", ""), e.fields["pod"]) for e in rows if (e.source, e.line) in quoted
+    )
 
 
 def _peers(finding: Finding, incident: Incident) -> tuple[str, ...]:

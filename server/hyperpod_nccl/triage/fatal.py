@@ -121,6 +121,15 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 18",
     ),
+    "efa_plugin_no_device": _fail(
+        "triage.config.efa_plugin_no_device",
+        "The EFA device plugin found no EFA device on its node (`No valid EFA devices found`) and "
+        "crash-loops: its DaemonSet reaches instance types without EFA (its node selector), or the node's "
+        "EFA driver is not loaded; pods asking for vpc.amazonaws.com/efa cannot run where it should serve",
+        C.CONFIG,
+        78,
+        "debugging-guide.md § 6",
+    ),
     "device_directory": _fail(
         "triage.config.container_device_directory",
         "The GPU runtime could not open the device directory it lists GPUs from (oneCCL's `init_device_fds: "
@@ -1666,6 +1675,22 @@ def _socket_connect(event: Event) -> Meaning:
     )
 
 
+def _pod_failed(event: Event) -> Meaning | None:
+    """A `kubectl get pods` row: a container the kubelet could not create from the pod's spec is the
+    spec's (a Secret or ConfigMap it names is missing, runAsNonRoot with an image that runs as root);
+    any other failed container's own log holds its cause (the unknown rule quotes the row)."""
+    if event.fields.get("status") != "CreateContainerConfigError":
+        return None
+    return _fail(
+        "triage.config.container_config",
+        "The kubelet could not create a container from its pod's spec (CreateContainerConfigError): a Secret "
+        "or ConfigMap the spec names is missing, or runAsNonRoot is set for an image that runs as root",
+        C.CONFIG,
+        76,
+        "debugging-guide.md § 9",
+    )
+
+
 def _address_unavailable(event: Event) -> Meaning:
     """errno 99 (EADDRNOTAVAIL) means one thing on a bind and another on a connect."""
     if event.fields.get("op") == "connect":
@@ -2101,6 +2126,7 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "shell_killed": lambda _: _SIGKILL,
     "socket_connect": _socket_connect,
     "address_unavailable": _address_unavailable,
+    "pod_failed": _pod_failed,
     "transport_error": _transport_error,
     "async_error": _async_error,
     "cuda_error": _cuda_error,

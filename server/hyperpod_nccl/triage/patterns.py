@@ -959,6 +959,10 @@ CONFIG = (
         r"^(?:.*?(?P<type>type = 2))?(?P<dmabuf>.*?dmabuf)?(?:.*?(?P<why>Cannot allocate memory"
         r"|Invalid argument|Bad address|Operation not supported|RC: -\d+|err -\d+))?",
     ),
+    # The EFA device plugin (a DaemonSet) on a node with no EFA device (`Error to get IB device: %v. No
+    # valid EFA devices found`): scheduled onto an instance type without EFA, or the node's EFA driver not
+    # loaded. It crash-loops; pods asking for vpc.amazonaws.com/efa stay Pending where it should serve.
+    _p("efa_plugin_no_device", "No valid EFA devices found"),
     _p(
         "ofi_init_failed",
         (
@@ -1933,7 +1937,8 @@ SHELL_PROMPT = re.compile(
 # file's head lines (a pasted table): its words are too common to look for in every line. OOMKilled,
 # Evicted and image pulls are read by their own patterns, everywhere.
 POD_ROW = re.compile(
-    r"^(?P<pod>[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)\s+\d+/\d+\s+(?P<status>(?:Init:)?(?:Error|CrashLoopBackOff)"
+    r"^(?:(?P<namespace>[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\s+)?"  # `kubectl get pods -A` adds NAMESPACE
+    r"(?P<pod>[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?)\s+\d+/\d+\s+(?P<status>(?:Init:)?(?:Error|CrashLoopBackOff)"
     r"|ContainerStatusUnknown|CreateContainerConfigError|RunContainerError)\s+(?P<restarts>\d+)\b"
 )
 POD_FAILED = Pattern("pod_failed", ("kubectl get pods",), key="pod")
