@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from hyperpod_nccl.models import Finding, Report
 from tests.triage.test_families import commands_of, describe, root_finding, triage
+
+
+def only(report: Report, finding_id: str) -> Finding:
+    (finding,) = [f for f in report.findings if f.id == finding_id]
+    return finding
 
 
 @pytest.mark.parametrize(
@@ -32,7 +38,7 @@ from tests.triage.test_families import commands_of, describe, root_finding, tria
 def test_a_bind_on_an_address_not_this_nodes_is_the_address_given(tmp_path: Path, lines: list[str]) -> None:
     report = triage(tmp_path, {"rank0.log": "\n".join(lines) + "\n"})
     assert root_finding(report) == ("config", "triage.config.address_unavailable"), describe(report)
-    (finding,) = [f for f in report.findings if f.id == "triage.config.address_unavailable"]
+    finding = only(report, "triage.config.address_unavailable")
     assert "bind or listen" in finding.title
     assert "ip -brief address" in commands_of(report, "triage.config.address_unavailable")
     # the store's exception is the same failure, not a second issue
@@ -52,7 +58,7 @@ def test_a_bind_on_an_address_not_this_nodes_is_the_address_given(tmp_path: Path
 def test_errno_99_on_a_connect_is_the_local_ports_not_the_peer(tmp_path: Path, line: str) -> None:
     report = triage(tmp_path, {"rank3.log": line + "\n"})
     assert root_finding(report) == ("config", "triage.config.address_unavailable"), describe(report)
-    (finding,) = [f for f in report.findings if f.id == "triage.config.address_unavailable"]
+    finding = only(report, "triage.config.address_unavailable")
     assert "ephemeral ports" in finding.title
     assert "ss -s" in commands_of(report, "triage.config.address_unavailable")
 
@@ -66,7 +72,7 @@ def test_errno_99_with_no_call_named_says_both_readings(tmp_path: Path) -> None:
     )
     report = triage(tmp_path, {"rank0.log": text})
     assert root_finding(report) == ("config", "triage.config.address_unavailable"), describe(report)
-    (finding,) = [f for f in report.findings if f.id == "triage.config.address_unavailable"]
+    finding = only(report, "triage.config.address_unavailable")
     assert "on a bind" in finding.title and "on a connect" in finding.title
 
 
@@ -211,7 +217,7 @@ def test_a_dask_task_that_failed_is_never_answered_no_issue(tmp_path: Path) -> N
     )
     report = triage(tmp_path, {"client.log": text})
     assert root_finding(report) == ("unknown", "triage.unknown.failure"), describe(report)
-    (finding,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
+    finding = only(report, "triage.unknown.failure")
     assert any("Run Failed" in e.text for e in finding.evidence)
 
 
@@ -223,7 +229,7 @@ def test_a_pasted_pod_table_names_the_failed_pod_and_asks_for_its_previous_log(t
     )
     report = triage(tmp_path, {"pods.txt": text})
     assert root_finding(report) == ("unknown", "triage.unknown.failure"), describe(report)
-    (finding,) = [f for f in report.findings if f.id == "triage.unknown.failure"]
+    finding = only(report, "triage.unknown.failure")
     assert finding.reference == "debugging-guide.md § 9"
     commands = commands_of(report, "triage.unknown.failure")
     assert "kubectl logs nccl-tests-efa-16-launcher-mkjgm" in commands and "--previous" in commands
