@@ -49,7 +49,7 @@ _FACT_KINDS = frozenset(pattern.kind for pattern in RUN_FACTS)
 # Kinds whose second line is kept too (marked AGAIN): a process announcing a rank another already took.
 _KEEP_SECOND = frozenset({"ddp_member"})
 # Kinds whose repeated lines change the event kept, not only its count.
-_UPDATED_BY_REPEATS = _KEEP_LATEST | _KEEP_SECOND | {"progress"}
+_UPDATED_BY_REPEATS = _KEEP_LATEST | _KEEP_SECOND
 # Lines from a traceback frame to the exception it raised: a few frames, a pasted echo of them.
 _FRAME_REACH = 8
 # Lines from a gRPC status to the call it answered (`RPC: /tensorflow.CoordinationService/RegisterTask`).
@@ -300,7 +300,8 @@ def _take_line(
         if prompt := SHELL_PROMPT.match(text):  # a terminal session pasted whole: the machine it ran on
             state.scan.hosts.add(prompt["host"])
         if row := POD_ROW.match(text):
-            _record(state, POD_FAILED, row.groupdict(), number, text, stripped)
+            fields = {name: value for name, value in row.groupdict().items() if value is not None}
+            _record(state, POD_FAILED, fields, number, text, stripped)
             return
     if dispatcher is None or _frame_source_line(state, number, stripped.message):
         return
