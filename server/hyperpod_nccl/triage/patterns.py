@@ -1281,14 +1281,14 @@ STORAGE_CLIENT = (
         "storage_throttled",
         ("SlowDown", "Slow Down", "SLOW_DOWN", "reduce your request rate", "ThrottlingException"),
     ),
-    # A model or dataset hub refusing requests for rate (HTTP 429 Too Many Requests): every rank of a
-    # large job downloading at once (`HTTP Error 429 thrown while requesting GET https://huggingface.co/…`,
+    # A model or dataset hub refusing requests for rate (HTTP 429 Too Many Requests): many ranks or jobs
+    # downloading at once (`HTTP Error 429 thrown while requesting GET https://huggingface.co/…`,
     # `429 Client Error: Too Many Requests for url: …`). Only where the line names a download, a hub or
     # a dataset: an API the training code calls is not the job's data.
     _p(
         "hub_rate_limited",
         ("HTTP Error 429", "429 Client Error", "Too Many Requests", "status code 429", "429 Too Many"),
-        r"(?i:huggingface|hf\.co|\bhub\b|dataset|download|model|bucket|storage|\bs3\b|\bgcs\b|blob)",
+        r"(?i:huggingface|hf\.co|\bhub\b|dataset|download|bucket|storage|\bs3\b|\bgcs\b|blob)",
     ),
     # huggingface_hub's own back-off on a 429, which names no host: `Rate limited. Waiting 196.0s before
     # retry [Retry 1/5].`
