@@ -288,3 +288,34 @@ def test_the_efa_device_plugin_without_a_device_is_where_it_was_scheduled(tmp_pa
     report = triage(tmp_path, {"efa-plugin.log": text})
     assert root_finding(report) == ("config", "triage.config.efa_plugin_no_device"), describe(report)
     assert "instance-type" in commands_of(report, "triage.config.efa_plugin_no_device")
+
+
+def test_a_collective_off_the_groups_device_is_set_device_missing(tmp_path: Path) -> None:
+    text = (
+        "[rank3]: torch.distributed.DistBackendError: Attempt to perform collective on tensor not on device "
+        "passed to init_process_group\n"
+    )
+    report = triage(tmp_path, {"rank3.log": text})
+    assert root_finding(report) == ("config", "triage.config.group_device_mismatch"), describe(report)
+    assert "set_device" in (only(report, "triage.config.group_device_mismatch").no_command_reason or "")
+
+
+def test_tensorflow_without_nccl_kernels_is_the_platform(tmp_path: Path) -> None:
+    text = (
+        "tensorflow.python.framework.errors_impl.NotFoundError: No OpKernel was registered to support "
+        "Op 'NcclAllReduce' used by {{node NcclAllReduce}} with these attrs: [num_devices=4]\n"
+    )
+    report = triage(tmp_path, {"worker.log": text})
+    assert root_finding(report) == ("config", "triage.config.tf_without_nccl"), describe(report)
+
+
+def test_open_mpi_asked_for_cuda_it_was_built_without_is_the_build_not_its_segfault(tmp_path: Path) -> None:
+    text = (
+        "The user requested CUDA support with the --mca mpi_cuda_support 1 flag\n"
+        "but the library was not compiled with any support.\n"
+        "[node-1:4411] *** Process received signal ***\n"
+        "[node-1:4411] Signal: Segmentation fault (11)\n"
+    )
+    report = triage(tmp_path, {"mpirun.out": text})
+    assert root_finding(report) == ("software", "triage.software.mpi_without_cuda"), describe(report)
+    assert "mpi_built_with_cuda_support" in commands_of(report, "triage.software.mpi_without_cuda")

@@ -1506,6 +1506,18 @@ def _container_gpu_access(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _mpi_cuda_support(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest_chain(
+            list(on_node(facts, "ompi_info --parsable --all")),
+            "|",
+            "grep mpi_built_with_cuda_support:value",
+            why="whether this Open MPI was built with CUDA (true) or not (false)" + _where(facts),
+            permission=_SHELL_ON_NODE,
+        )
+    ]
+
+
 def _device_directory(facts: Facts) -> list[SuggestedCommand]:
     return [
         in_container_check(
@@ -1694,6 +1706,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.container_gpu_access": _container_gpu_access,
     "triage.config.container_device_directory": _device_directory,
     "triage.config.container_config": _pods,
+    "triage.software.mpi_without_cuda": _mpi_cuda_support,
     "triage.config.efa_plugin_no_device": _efa_plugin_nodes,
     "triage.config.p2p_unsupported": _p2p,
     "triage.software.custom_all_reduce_p2p": _custom_all_reduce,
@@ -1795,6 +1808,14 @@ REASONS: dict[str, str] = {
     "triage.config.device_map_distributed": (
         "the fix is in the training script: load the model with device_map={'': local_rank} (each rank on "
         "its own GPU), or without device_map under ZeRO-3 and FSDP"
+    ),
+    "triage.config.group_device_mismatch": (
+        "the fix is in the training script: torch.cuda.set_device(local_rank) before init_process_group "
+        "(and the tensors on that device), as every process of a node otherwise starts on GPU 0"
+    ),
+    "triage.config.tf_without_nccl": (
+        "the fix is in the strategy: tf.distribute.MirroredStrategy(cross_device_ops="
+        "tf.distribute.HierarchicalCopyAllReduce()) where TensorFlow has no NCCL (Windows)"
     ),
     "triage.storage.hub_rate_limited": (
         "the fix is in how the job fetches its model and data: download them once before the launch (to "

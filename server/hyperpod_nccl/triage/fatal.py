@@ -121,6 +121,30 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 18",
     ),
+    "group_device_mismatch": _fail(
+        "triage.config.group_device_mismatch",
+        "A collective ran on a tensor on another GPU than the one its process group was bound to: the "
+        "process did not select its own GPU (torch.cuda.set_device(local_rank)) before init_process_group",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 2",
+    ),
+    "tf_without_nccl": _fail(
+        "triage.config.tf_without_nccl",
+        "TensorFlow has no NCCL kernels here (`No OpKernel was registered to support Op 'NcclAllReduce'`: "
+        "Windows, or a build without NCCL), yet MirroredStrategy's default all-reduce asked for them",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 10",
+    ),
+    "mpi_without_cuda": _fail(
+        "triage.software.mpi_without_cuda",
+        "Open MPI was asked for CUDA support its build lacks (`not compiled with any support`): GPU buffers "
+        "handed to MPI then crash the processes; an Open MPI (and UCX) built with CUDA is needed",
+        C.SOFTWARE,
+        82,
+        "debugging-guide.md § 10",
+    ),
     "efa_plugin_no_device": _fail(
         "triage.config.efa_plugin_no_device",
         "The EFA device plugin found no EFA device on its node (`No valid EFA devices found`) and "

@@ -579,6 +579,17 @@ CONFIG = (
     _p(
         "device_directory", ("could not open device directory", "opendir failed"), r"init_device_fds|/dev/dri"
     ),
+    # A collective on a tensor of another GPU than the one the process group was bound to
+    # (`init_process_group(device_id=…)`, or the device a tensor-parallel API chose): the process never
+    # set its own GPU (`torch.cuda.set_device(local_rank)`) before it built the group.
+    _p("group_device_mismatch", "not on device passed to init_process_group"),
+    # TensorFlow without NCCL's kernels (Windows, a build without NCCL) asked for MirroredStrategy's
+    # default all-reduce: `No OpKernel was registered to support Op 'NcclAllReduce'`.
+    _p("tf_without_nccl", "No OpKernel was registered to support Op 'Nccl"),
+    # Open MPI asked for CUDA support its build lacks (`The user requested CUDA support with the --mca
+    # mpi_cuda_support 1 flag but the library was not compiled with any support.`): GPU buffers handed to
+    # it then crash the processes.
+    _p("mpi_without_cuda", "requested CUDA support with the --mca"),
     # A parallel layout that does not divide (`AssertionError: 4 is not divisible by 8` from DeepSpeed's
     # expert groups, `num_attention_heads must be divisible by tensor_model_parallel_size`, a world size
     # not divisible by TP × PP): the sizes the run was launched with do not fit its GPUs or its model.
