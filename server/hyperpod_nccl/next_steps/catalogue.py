@@ -116,6 +116,19 @@ def on_node_check(facts: Facts, command: LiteralString, why: str, *, root: bool 
     )
 
 
+def on_node_filtered(
+    facts: Facts, command: LiteralString, grep: LiteralString, why: str, *, root: bool = False
+) -> SuggestedCommand:
+    """`on_node_check` with its output piped through `grep` (the lines that answer the question)."""
+    return suggest_chain(
+        list(on_node(facts, command)),
+        "|",
+        grep,
+        why=why + _where(facts),
+        permission=_ROOT_ON_NODE if root else _SHELL_ON_NODE,
+    )
+
+
 # The random suffix Kubernetes gives a Job's or ReplicaSet's pods (`task-646--1-mhpnk`): a pod's
 # hostname, which NCCL and the launchers print where a node's would be. Node commands need its node.
 _GENERATED_POD = re.compile(r"-[bcdfghjklmnpqrstvwxz2456789]{5}$")
@@ -319,13 +332,11 @@ def _network(facts: Facts) -> list[SuggestedCommand]:
         kernel_log(
             facts, "grep -iE 'link (down|up)|pcie bus error|efa|mlx5'", "NIC link flaps and PCIe errors"
         ),
-        suggest_chain(
-            list(on_node(facts, "ibv_devinfo")),
-            "|",
+        on_node_filtered(
+            facts,
+            "ibv_devinfo",
             "grep -E 'hca_id|state|active_mtu'",
-            why="each RDMA port's state and MTU (EFA and InfiniBand): one not PORT_ACTIVE is the fault"
-            + _where(facts),
-            permission=_SHELL_ON_NODE,
+            "each RDMA port's state and MTU (EFA and InfiniBand): one not PORT_ACTIVE is the fault",
         ),
         exclude_node(facts, "rerun without the suspect node to prove or clear it"),
     ]
@@ -1025,12 +1036,8 @@ def _aistore(facts: Facts) -> list[SuggestedCommand]:
 
 def _gpudirect(facts: Facts) -> list[SuggestedCommand]:
     return [
-        suggest_chain(
-            list(on_node(facts, "lsmod")),
-            "|",
-            "grep nvidia_peermem",
-            why="whether GPUDirect RDMA's kernel module is loaded" + _where(facts),
-            permission=_SHELL_ON_NODE,
+        on_node_filtered(
+            facts, "lsmod", "grep nvidia_peermem", "whether GPUDirect RDMA's kernel module is loaded"
         )
     ]
 
@@ -1418,12 +1425,12 @@ def _bootstrap_refused(facts: Facts) -> list[SuggestedCommand]:
 
 def _ib_protection(facts: Facts) -> list[SuggestedCommand]:
     return [
-        suggest_chain(
-            list(on_node(facts, "sudo lspci -vvv")),
-            "|",
+        on_node_filtered(
+            facts,
+            "sudo lspci -vvv",
             "grep -i acsctl",
-            why="PCIe ACS settings that block the NIC from GPU memory" + _where(facts),
-            permission=_ROOT_ON_NODE,
+            "PCIe ACS settings that block the NIC from GPU memory",
+            root=True,
         ),
         *_network(facts)[1:],
     ]
@@ -1508,12 +1515,11 @@ def _container_gpu_access(facts: Facts) -> list[SuggestedCommand]:
 
 def _mpi_cuda_support(facts: Facts) -> list[SuggestedCommand]:
     return [
-        suggest_chain(
-            list(on_node(facts, "ompi_info --parsable --all")),
-            "|",
+        on_node_filtered(
+            facts,
+            "ompi_info --parsable --all",
             "grep mpi_built_with_cuda_support:value",
-            why="whether this Open MPI was built with CUDA (true) or not (false)" + _where(facts),
-            permission=_SHELL_ON_NODE,
+            "whether this Open MPI was built with CUDA (true) or not (false)",
         )
     ]
 
@@ -1635,13 +1641,11 @@ def _socket_over_ib(facts: Facts) -> list[SuggestedCommand]:
 
 def _cuda_feature_unsupported(facts: Facts) -> list[SuggestedCommand]:
     return [
-        suggest_chain(
-            list(on_node(facts, "nvidia-smi -q")),
-            "|",
+        on_node_filtered(
+            facts,
+            "nvidia-smi -q",
             "grep -i -A2 virtualization",
-            why="whether the GPU is virtual (vGPU, passthrough): a vGPU VM needs unified memory enabled"
-            + _where(facts),
-            permission=_SHELL_ON_NODE,
+            "whether the GPU is virtual (vGPU, passthrough): a vGPU VM needs unified memory enabled",
         ),
         export(
             "NCCL_CUMEM_ENABLE=0",
