@@ -418,21 +418,22 @@ def _record(
     status_line, status = state.grpc_status
     if kind == "coordination" and status_line and number - status_line <= _STATUS_REACH:
         fields = {**fields, FRAME_LINE: str(status_line), FRAME: status}  # what the call got back
-    if pattern.kind != "worker_exit" and kind not in _UPDATED_BY_REPEATS:
-        # A line that only adds to the count of an event already kept (retry noise, repeated
-        # warnings: most lines of a big log that match at all) builds no event of its own.
-        existing = state.keyed.get(_fold_key(pattern, kind, fields, stripped, stripped.rank))
-        if existing is not None:
-            existing.count += 1
-            if kind not in _FACT_KINDS:
-                state.last_event_line = number
-            return
-    event = _event(state, kind, fields, number, text, stripped)
     if pattern.kind == "worker_exit":
+        event = _event(state, kind, fields, number, text, stripped)
         _attach_failure_block(state, event)
         if "mpi_rank" in fields:  # Open MPI names the global rank and its node
             event.rank = int(fields["mpi_rank"])
-    _keep(state, event, _fold_key(pattern, kind, event.fields, stripped, event.rank))
+        _keep(state, event, _fold_key(pattern, kind, event.fields, stripped, event.rank))
+        return
+    key = _fold_key(pattern, kind, fields, stripped, stripped.rank)
+    if kind not in _UPDATED_BY_REPEATS and (existing := state.keyed.get(key)) is not None:
+        # A line that only adds to the count of an event already kept (retry noise, repeated
+        # warnings: most lines of a big log that match at all) builds no event of its own.
+        existing.count += 1
+        if kind not in _FACT_KINDS:
+            state.last_event_line = number
+        return
+    _keep(state, _event(state, kind, fields, number, text, stripped), key)
 
 
 def _fold_key(
