@@ -673,6 +673,42 @@ def _cuda(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _cuda_init(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        in_container_check("nvidia-smi -L", "the GPUs the failing process's container sees: none fits"),
+        suggest_chain(
+            ["env"],
+            "|",
+            "grep -E 'CUDA|NVIDIA|LD_LIBRARY_PATH'",
+            why="run the way the launcher starts a worker (on its node, in its container): what CUDA is "
+            "given there; compare with a node whose ranks started",
+            permission=_SHELL_IN_CONTAINER,
+        ),
+    ]
+
+
+def _watchdog_hung(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        kernel_log(
+            facts,
+            "grep -iE 'xid'",
+            "a GPU or driver that stopped answering leaves Xid lines; none points at the teardown",
+        ),
+        py_spy(facts),
+    ]
+
+
+def _kernel_without_fd_sharing(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(facts, "uname -r", "the node's kernel: pidfd_getfd needs Linux 5.6 or later"),
+        export(
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False",
+            why="for the job, where the framework does not set it itself: CUDA memory is then shared without "
+            "pidfd_getfd",
+        ),
+    ]
+
+
 def _flight_recorder_missing(facts: Facts) -> list[SuggestedCommand]:
     return [py_spy(facts)]
 
@@ -1768,6 +1804,9 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.gds_module": _gds_module,
     "triage.config.collnet_unavailable": _collnet_unavailable,
     "triage.config.fd_sharing_denied": _fd_sharing_denied,
+    "triage.config.fd_sharing_unsupported": _kernel_without_fd_sharing,
+    "triage.config.cuda_init": _cuda_init,
+    "triage.software.watchdog_hung": _watchdog_hung,
     "triage.config.socket_over_ib": _socket_over_ib,
     "triage.config.cuda_feature_unsupported": _cuda_feature_unsupported,
     "triage.software.foreign_connection": _foreign_connection,
@@ -1874,6 +1913,11 @@ REASONS: dict[str, str] = {
     "triage.software.local_rank_argument": (
         "the fix is in the script: read the local rank from the LOCAL_RANK environment variable (torchrun "
         "sets it), or declare both spellings: parser.add_argument('--local-rank', '--local_rank', type=int)"
+    ),
+    "triage.config.local_rank_not_taken": (
+        "the fix is in the launch: start the script with torchrun (it reads LOCAL_RANK from the "
+        "environment), or add the argument the launcher passes: "
+        "parser.add_argument('--local_rank', '--local-rank', type=int)"
     ),
     "triage.software.stale_file_handle": (
         "the fix is in the training code: give each node its own cache, lock or checkpoint path"

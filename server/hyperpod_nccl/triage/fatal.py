@@ -227,6 +227,23 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 17",
     ),
+    "fd_sharing_unsupported": _fail(
+        "triage.config.fd_sharing_unsupported",
+        "The node's kernel has no pidfd_getfd (Linux before 5.6), which PyTorch needs to share CUDA memory "
+        "between processes with expandable_segments:True: turn expandable segments off for this job, or "
+        "run it on a newer kernel",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 17",
+    ),
+    "internal_assert": _fail(
+        "triage.software.internal_assert",
+        "An internal assertion of PyTorch failed (`INTERNAL ASSERT FAILED`): a bug in it, or a use it does "
+        "not check for; the condition, its source file and the call that led there say which",
+        C.SOFTWARE,
+        60,
+        "debugging-guide.md § 15",
+    ),
     "socket_over_ib": _warn(
         "triage.config.socket_over_ib",
         "NCCL moved data over TCP sockets on an InfiniBand interface: IB verbs did not set up (no "
@@ -1509,8 +1526,10 @@ def _container_gpu_setup(event: Event) -> Meaning:
 
 
 # PyTorch 2.0's launcher passes `--local-rank=N`; scripts written before it declare `--local_rank` (and
-# a few written since declare only the new spelling for an old launcher).
-_LOCAL_RANK_ARGUMENT = re.compile(r"--local[-_]rank\b")
+# a few written since declare only the new spelling for an old launcher). The old spelling refused is
+# mostly a script written for torchrun, taking none, under a launcher that appends one (DeepSpeed's,
+# torch.distributed.launch before 2.0).
+_LOCAL_RANK_ARGUMENT = re.compile(r"--local(?P<separator>[-_])rank\b")
 
 
 # `Error while attaching to shared memory segment /dev/shm/nccl-… (size N), error: No such file or
@@ -1533,7 +1552,18 @@ def _shared_memory(event: Event) -> Meaning:
 
 
 def _bad_arguments(event: Event) -> Meaning:
-    if _LOCAL_RANK_ARGUMENT.search(event.fields.get("args", "")):
+    local_rank = _LOCAL_RANK_ARGUMENT.search(event.fields.get("args", ""))
+    if local_rank and local_rank["separator"] == "_":
+        return _fail(
+            "triage.config.local_rank_not_taken",
+            "The launcher appended --local_rank (DeepSpeed's launcher, torch.distributed.launch before "
+            "PyTorch 2.0) and the script does not take it: a script written for torchrun, which passes none "
+            "and sets LOCAL_RANK instead",
+            C.CONFIG,
+            80,
+            "debugging-guide.md § 10",
+        )
+    if local_rank:
         return _fail(
             "triage.software.local_rank_argument",
             "The launcher passed --local-rank (PyTorch 2.0 and later; --local_rank before) and the script "
@@ -1597,12 +1627,30 @@ _CUDA_FEATURE_UNSUPPORTED = _fail(
 )
 
 
+# The runtime's `initialization error` (cudaErrorInitializationError): the driver would not start for
+# this process. Its environment is the usual cause: no GPU visible to it (CUDA_VISIBLE_DEVICES, a
+# container without the devices, a launcher that did not pass the variables on to remote workers), or
+# CUDA first used in a parent that then forked. The driver API's `CUDA_ERROR_NOT_INITIALIZED` is not
+# this: it means the library called the driver before cuInit, its own bug.
+_CUDA_INIT_FAILED = _fail(
+    "triage.config.cuda_init",
+    "CUDA could not start in this process (`initialization error`): it sees no usable GPU (its "
+    "CUDA_VISIBLE_DEVICES, a container without the devices, an environment the launcher did not pass on) "
+    "or CUDA was used before the process forked",
+    C.CONFIG,
+    66,
+    "debugging-guide.md § 20",
+)
+
+
 def _cuda_error(event: Event) -> Meaning:
     what = event.fields.get("what", "")
     if "operation not supported" in what and "NCCL" in event.text:
         return _CUDA_FEATURE_UNSUPPORTED
     if any(text in what for text in _PEER_ACCESS + _TOO_MANY_PEERS):
         return _peer_access(event)
+    if "initialization error" in what or "InitializationError" in what:
+        return _CUDA_INIT_FAILED
     if any(text in what for text in _MISMATCHED_BUILDS):
         return _fail(
             "triage.software.cuda_build_mismatch",

@@ -99,6 +99,9 @@ _ENQ_COMP = (
     r"last enqueued (?:NCCL )?work: (?P<enqueued>-?\d+), last completed (?:NCCL )?work: (?P<completed>-?\d+)"
 )
 _SIZE = r"[\d.]+ ?[KMGT]?i?B|\d+ bytes"
+# PyTorch before 1.5 reported CUDA errors its own way: `THCudaCheck FAIL file=…/THCStorage.cu line=58
+# error=2 : out of memory`, then `RuntimeError: cuda runtime error (2) : out of memory at …:58`.
+_OLD_CUDA_CHECKS = ("THCudaCheck FAIL", "cuda runtime error (")
 
 NCCL_STATE = (
     # torch.distributed.monitored_barrier (Gloo; TORCH_DISTRIBUTED_DEBUG=DETAIL runs one at init):
@@ -247,7 +250,7 @@ GPU = (
         ("Cuda failure", "CUDA failure", "Failed to CUDA calloc"),
         r"(?i)cuda failure\s*(?:\d+\s*)?'?out of memory|failed to cuda calloc",
     ),
-    _p("cuda_oom", ("CUDA error", "Cuda failure"), "out of memory"),
+    _p("cuda_oom", ("CUDA error", "Cuda failure", *_OLD_CUDA_CHECKS), "out of memory"),
     # TensorFlow's allocator and the CUDA driver API name GPU exhaustion their own way; TF says
     # which device, and a CPU allocator running out is host memory, not the GPU.
     _p(
@@ -283,12 +286,20 @@ GPU = (
             "CUDA failure",
             "CUDA_ERROR_ILLEGAL_ADDRESS",
             "cudaErrorIllegalAddress",
+            *_OLD_CUDA_CHECKS,
         ),
         "illegal memory access|ILLEGAL_ADDRESS|IllegalAddress",
     ),
     _p(
         "launch_failure",
-        ("CUDA error", "Cuda failure", "CUDA failure", "CUDA_ERROR_LAUNCH_FAILED", "cudaErrorLaunchFailure"),
+        (
+            "CUDA error",
+            "Cuda failure",
+            "CUDA failure",
+            "CUDA_ERROR_LAUNCH_FAILED",
+            "cudaErrorLaunchFailure",
+            *_OLD_CUDA_CHECKS,
+        ),
         "unspecified launch failure|LAUNCH_FAILED|LaunchFailure",
     ),
     _p("nvlink_error", "NVLink", "uncorrectable NVLink error"),
@@ -297,6 +308,11 @@ GPU = (
         ("No CUDA GPUs are available", "CUDA-capable device", "couldn't communicate with the NVIDIA driver"),
     ),
     _p("cuda_error", "CUDA error: ", r"CUDA error: (?P<what>[^.\n]*)"),
+    _p(
+        "cuda_error",
+        _OLD_CUDA_CHECKS,
+        r"(?:error=\d+|cuda runtime error \(\d+\)) : (?P<what>[^\n]*?)(?: at \S+)?$",
+    ),
     _p(
         "cuda_error",
         ("CUDA_ERROR_", "cudaError"),
@@ -583,6 +599,10 @@ CONFIG = (
     # (`init_process_group(device_id=…)`, or the device a tensor-parallel API chose): the process never
     # set its own GPU (`torch.cuda.set_device(local_rank)`) before it built the group.
     _p("group_device_mismatch", "not on device passed to init_process_group"),
+    # PyTorch's own invariant broken (`RuntimeError: tensors.size() > 0 INTERNAL ASSERT FAILED at
+    # …/reducer.cpp:672, please report a bug to PyTorch.`): a bug in it, or a use it does not check
+    # for, raised as an exception rather than glog's abort.
+    _p("internal_assert", "INTERNAL ASSERT FAILED"),
     # TensorFlow without NCCL's kernels (Windows, a build without NCCL) asked for MirroredStrategy's
     # default all-reduce: `No OpKernel was registered to support Op 'NcclAllReduce'`.
     _p("tf_without_nccl", "No OpKernel was registered to support Op 'Nccl"),
@@ -610,6 +630,15 @@ CONFIG = (
     # Yama's ptrace_scope, or a container without CAP_SYS_PTRACE. PyTorch's CUDA IPC (tensors shared
     # between processes) and NCCL's cuMem buffers shared within a node pass descriptors this way.
     _p("fd_sharing_denied", "pidfd_getfd", r"pidfd_getfd.{0,200}?(?:not permitted|EPERM)"),
+    # ...and a kernel without that call at all (Linux before 5.6: `The kernel on this machine does not
+    # support the pidfd_getfd syscall needed to use IPC for CUDA tensors when expandable_segments:True
+    # is set`, `pidfd_getfd: Function not implemented`).
+    _p(
+        "fd_sharing_unsupported",
+        "pidfd_getfd",
+        r"(?i)(?:does not support|doesn't support|not supported).{0,40}pidfd_getfd"
+        r"|pidfd_getfd.{0,200}?(?:not supported|not implemented|ENOSYS)",
+    ),
     # NCCL's socket transport on an InfiniBand interface (`NET/Socket : Using [0]ib0:10.0.0.5<0>`): NCCL
     # uses the first network whose set-up works, so IB verbs did not (no libibverbs in the image,
     # NCCL_IB_DISABLE, no /dev/infiniband in the container): TCP over IPoIB, a fraction of the bandwidth.

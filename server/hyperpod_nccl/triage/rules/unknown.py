@@ -130,6 +130,8 @@ def unexplained_failure(incident: Incident) -> Outcome:
     stop = stopped_first(incident, first, named=bool(named))
     if stop is not None:
         return _stopped_from_outside(incident, stop)
+    if primary and all(e.kind == "heartbeat" for e in primary):
+        return _watchdog_hung(incident, primary)
     what, reference = (_PRIMARY | _CONSEQUENCES)[first.kind]
     witnesses = _witnesses(incident, first, primary + following)
     ranks = [first.rank] if first.rank is not None else []
@@ -239,6 +241,47 @@ def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
         first=signal,
         confidence="low",
         nodes=[],
+    )
+
+
+WATCHDOG_HUNG_ID = "triage.software.watchdog_hung"
+
+
+def _watchdog_hung(incident: Incident, heartbeats: list[Event]) -> Outcome:
+    """The watchdog's heartbeat monitor is the only failure: no collective timed out, no NCCL, CUDA or
+    GPU error came first. The watchdog thread itself was stuck in a NCCL or CUDA call, which in public
+    threads is mostly the process groups' teardown at exit (never destroyed, or destroyed in another
+    order on each rank, which NCCL 2.23 and later no longer tolerate)."""
+    first = incident.first(heartbeats) or heartbeats[0]
+    ranks = sorted({e.rank for e in heartbeats if e.rank is not None})
+    nodes = sorted({n for e in heartbeats if (n := e.node or incident.node_of(e.rank))})
+    finding = Finding(
+        id=WATCHDOG_HUNG_ID,
+        status=Status.FAIL,
+        priority=Priority.P0,
+        title="The NCCL watchdog itself hung in a NCCL or CUDA call, with no collective timed out and no "
+        "error before it: most often process groups torn down at exit in another order on each rank, or "
+        "not destroyed before exit",
+        reference="debugging-guide.md § 1",
+        detail="Only the heartbeat monitor fired. Where the job had finished its work (a last step, a "
+        "saved model) the teardown hung: every rank should call destroy_process_group() once, after its "
+        "last collective, and destroy any sub-groups in the same order. Where it had not, a GPU or driver "
+        "that stopped answering does the same; the node's Xid lines tell.",
+        ranks=listed(ranks),
+        nodes=nodes,
+        evidence=[evidence(e, incident.topology) for e in _witnesses(incident, first, heartbeats)],
+    )
+    return blamed(
+        incident,
+        finding,
+        category=Category.SOFTWARE,
+        weight=_UNKNOWN_WEIGHT,
+        title="The NCCL watchdog hung in a NCCL or CUDA call with nothing failing before it (most often the "
+        "process groups' teardown at exit)",
+        ranks=ranks,
+        first=first,
+        confidence="low",
+        nodes=nodes,
     )
 
 

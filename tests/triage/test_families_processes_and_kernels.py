@@ -1,0 +1,153 @@
+"""Families of wording from held-out sets 45 and later (issue 16, logs from threads not in the corpus):
+a process that could not start CUDA, a kernel without pidfd_getfd, and PyTorch's internal assertions.
+Each is tested in wordings other than the pasted case's, with the near misses that must stay what
+they are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.triage.test_families import commands_of, describe, root_finding, triage
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA error: initialization error",
+        "worker-3: misc/cudawrap.cc:188 NCCL WARN Cuda failure 3 'initialization error'",
+        "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: cudaErrorInitializationError on device 0",
+    ],
+)
+def test_cuda_that_could_not_start_is_the_process_environment(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank0.log": line + "\n"})
+    assert root_finding(report) == ("config", "triage.config.cuda_init"), describe(report)
+    commands = commands_of(report, "triage.config.cuda_init")
+    assert "nvidia-smi -L" in commands and "CUDA_VISIBLE_DEVICES" not in commands, commands
+
+
+def test_the_driver_apis_not_initialized_is_the_librarys_own_order(tmp_path: Path) -> None:
+    text = (
+        "CUDA backend failed to initialize: jaxlib/cuda/versions_helpers.cc:90: operation "
+        "gpuDeviceGetAttribute(&major, GPU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) failed: "
+        "CUDA_ERROR_NOT_INITIALIZED\n"
+    )
+    report = triage(tmp_path, {"proc0.log": text})
+    assert "triage.config.cuda_init" not in {f.id for f in report.findings}, describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: The kernel on this machine does not support the pidfd_getfd syscall needed to use IPC "
+        "for CUDA tensors when expandable_segments:True is set.",
+        "[rank1]: RuntimeError: pidfd_getfd: Function not implemented",
+    ],
+)
+def test_a_kernel_without_pidfd_getfd_is_the_allocator_setting(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank1.log": line + "\n"})
+    assert root_finding(report) == ("config", "triage.config.fd_sharing_unsupported"), describe(report)
+    commands = commands_of(report, "triage.config.fd_sharing_unsupported")
+    assert "uname -r" in commands and "expandable_segments:False" in commands, commands
+
+
+def test_pidfd_getfd_refused_is_still_the_permission(tmp_path: Path) -> None:
+    text = "[rank0]: RuntimeError: pidfd_getfd: Operation not permitted\n"
+    report = triage(tmp_path, {"rank0.log": text})
+    assert root_finding(report) == ("config", "triage.config.fd_sharing_denied"), describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: tensors.size() > 0 INTERNAL ASSERT FAILED at pytorch/torch/csrc/distributed/c10d/"
+        "reducer.cpp:672, please report a bug to PyTorch.",
+        '[rank2]: RuntimeError: !grad_accumulator_.expired() INTERNAL ASSERT FAILED at "../torch/csrc/'
+        'autograd/function.h:532", please report a bug to PyTorch.',
+    ],
+)
+def test_pytorchs_internal_assertion_is_a_library_invariant(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank2.log": "Traceback (most recent call last):\n" + line + "\n"})
+    assert root_finding(report) == ("software", "triage.software.internal_assert"), describe(report)
+
+
+def test_an_assertion_of_the_training_code_is_not_pytorchs(tmp_path: Path) -> None:
+    text = "Traceback (most recent call last):\nAssertionError: assert failed: batch size must be even\n"
+    report = triage(tmp_path, {"rank0.log": text})
+    assert "triage.software.internal_assert" not in {f.id for f in report.findings}, describe(report)
+
+
+def test_the_old_local_rank_spelling_refused_is_a_script_for_torchrun_under_another_launcher(
+    tmp_path: Path,
+) -> None:
+    text = (
+        "usage: generate.py [-h] [--model MODEL] [--max-tokens MAX_TOKENS]\n"
+        "generate.py: error: unrecognized arguments: --local_rank=1\n"
+    )
+    report = triage(tmp_path, {"launcher.out": text})
+    assert root_finding(report) == ("config", "triage.config.local_rank_not_taken"), describe(report)
+
+
+def test_the_new_local_rank_spelling_refused_is_still_an_old_script(tmp_path: Path) -> None:
+    text = "train.py: error: unrecognized arguments: --local-rank=0\n"
+    report = triage(tmp_path, {"launcher.out": text})
+    assert root_finding(report) == ("software", "triage.software.local_rank_argument"), describe(report)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCStorage.cu line=58 error=2 : "
+            "out of memory\nRuntimeError: cuda runtime error (2) : out of memory at "
+            "/pytorch/aten/src/THC/generic/THCStorage.cu:58\n",
+            ("gpu_oom", "triage.gpu.cuda_oom"),
+        ),
+        (
+            "THCudaCheck FAIL file=/opt/conda/work/torch/csrc/cuda/Module.cpp line=159 error=77 : an illegal "
+            "memory access was encountered\n",
+            ("software", "triage.cuda.illegal_address"),
+        ),
+        (
+            "RuntimeError: cuda runtime error (3) : initialization error at "
+            "/pytorch/aten/src/THC/THCGeneral.cpp:51\n",
+            ("config", "triage.config.cuda_init"),
+        ),
+    ],
+)
+def test_old_pytorchs_cuda_checks_read_like_the_new_ones(
+    tmp_path: Path, text: str, expected: tuple[str, str]
+) -> None:
+    report = triage(tmp_path, {"rank0.log": text})
+    assert root_finding(report) == expected, describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[rank4]:[E205 18:11:06.375750231 ProcessGroupNCCL.cpp:1870] [PG ID 12 PG GUID "
+        "99(EXPERT_MODEL_PARALLEL_GROUP) Rank 4] ProcessGroupNCCL's watchdog got stuck for 480 seconds "
+        "without making progress in monitoring enqueued collectives.",
+        "[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 5 Rank 0] Heartbeat monitor timed out! Process will be "
+        "terminated after dumping debug info. workMetaList_.size()=3",
+    ],
+)
+def test_the_watchdog_hung_alone_is_the_teardown_at_low_confidence(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"rank.log": "[rank0]: saving model to /ckpt/final\n" + line + "\n"})
+    assert root_finding(report) == ("software", "triage.software.watchdog_hung"), describe(report)
+    assert report.root_cause is not None and report.root_cause.confidence == "low"
+    assert "destroy_process_group" in next(
+        f.detail for f in report.findings if f.id == "triage.software.watchdog_hung"
+    )
+
+
+def test_the_watchdog_hung_after_a_gpu_error_is_the_gpu(tmp_path: Path) -> None:
+    text = (
+        "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Heartbeat monitor timed out! Process will be "
+        "terminated after dumping debug info.\n"
+    )
+    report = triage(tmp_path, {"rank0.log": text})
+    assert "triage.software.watchdog_hung" not in {f.id for f in report.findings}, describe(report)
