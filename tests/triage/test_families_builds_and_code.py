@@ -288,7 +288,6 @@ def test_a_script_that_refuses_its_command_line_is_the_launch_command(tmp_path: 
     "line",
     [
         "train.py: error: unrecognized arguments: --local-rank=3",
-        "[default0]:run_clm.py: error: unrecognized arguments: --local_rank=0",
         "ValueError: Some specified arguments are not used by the HfArgumentParser: ['--local-rank=1']",
         "Error: No such option: --local-rank (Possible options: --local_rank)",
     ],

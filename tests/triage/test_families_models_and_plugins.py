@@ -192,8 +192,12 @@ def test_a_traceback_cut_in_the_training_code_is_a_low_guess_of_an_exception_the
         ("/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", "barrier"),
         ("/opt/venv/lib/python3.11/site-packages/horovod/torch/mpi_ops.py", "synchronize"),
         ("/opt/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py", "__next__"),
+        (
+            "/usr/local/lib/python2.7/dist-packages/tensorflow/contrib/learn/datasets/base.py",
+            "maybe_download",
+        ),
     ],
-    ids=["process-group", "horovod", "dataloader"],
+    ids=["process-group", "horovod", "dataloader", "a-download"],
 )
 def test_a_traceback_cut_where_any_cause_may_hide_stays_unknown(
     tmp_path: Path, deepest: str, function: str

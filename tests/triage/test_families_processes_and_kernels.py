@@ -79,13 +79,17 @@ def test_an_assertion_of_the_training_code_is_not_pytorchs(tmp_path: Path) -> No
     assert "triage.software.internal_assert" not in {f.id for f in report.findings}, describe(report)
 
 
-def test_the_old_local_rank_spelling_refused_is_a_script_for_torchrun_under_another_launcher(
-    tmp_path: Path,
-) -> None:
-    text = (
+@pytest.mark.parametrize(
+    "text",
+    [
         "usage: generate.py [-h] [--model MODEL] [--max-tokens MAX_TOKENS]\n"
-        "generate.py: error: unrecognized arguments: --local_rank=1\n"
-    )
+        "generate.py: error: unrecognized arguments: --local_rank=1\n",
+        "[default0]:run_clm.py: error: unrecognized arguments: --local_rank=0\n",
+    ],
+)
+def test_the_old_local_rank_spelling_refused_is_a_script_for_torchrun_under_another_launcher(
+    tmp_path: Path, text: str
+) -> None:
     report = triage(tmp_path, {"launcher.out": text})
     assert root_finding(report) == ("config", "triage.config.local_rank_not_taken"), describe(report)
 
@@ -151,3 +155,80 @@ def test_the_watchdog_hung_after_a_gpu_error_is_the_gpu(tmp_path: Path) -> None:
     )
     report = triage(tmp_path, {"rank0.log": text})
     assert "triage.software.watchdog_hung" not in {f.id for f in report.findings}, describe(report)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "2022-07-19T18:01:59.211667Z\tdebug\tenvoy upstream\tmembership update for TLS cluster "
+        "inbound|23456|| added 0 removed 1",
+        '[2024-03-01T10:00:00.000Z] "- - -" 0 UF,URX - - "-" 0 0 10001 - "-" "-" "-" "-" '
+        '"10.0.3.7:29500" outbound|29500||master-0.training.svc.cluster.local - 10.0.3.7:29500 istio-proxy',
+    ],
+)
+def test_a_mesh_sidecar_on_the_jobs_ports_is_the_pod_set_up(tmp_path: Path, line: str) -> None:
+    report = triage(tmp_path, {"istio-proxy.log": line + "\n"})
+    assert root_finding(report) == ("config", "triage.config.mesh_sidecar"), describe(report)
+    assert "istio-injection" in commands_of(report, "triage.config.mesh_sidecar")
+
+
+def test_a_pipe_table_is_not_a_mesh_sidecar(tmp_path: Path) -> None:
+    text = "| direction | port |\n| inbound|23456| allowed |\n"
+    report = triage(tmp_path, {"notes.log": text})
+    assert "triage.config.mesh_sidecar" not in {f.id for f in report.findings}, describe(report)
+
+
+_FIRST_COLLECTIVE_TIMED_OUT = (
+    "[rank1]:[E829 16:32:30.656674606 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+    "ran for 600062 milliseconds before timing out.\n"
+)
+
+
+@pytest.mark.parametrize(
+    "started",
+    [
+        "> compiling and loading fused kernels ...",
+        "Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...",
+    ],
+)
+def test_a_build_that_never_finished_before_the_first_timeout_is_the_build(
+    tmp_path: Path, started: str
+) -> None:
+    report = triage(tmp_path, {"train.log": started + "\n" + _FIRST_COLLECTIVE_TIMED_OUT})
+    assert root_finding(report) == ("software", "triage.software.jit_build_hung"), describe(report)
+    assert "-name lock" in commands_of(report, "triage.software.jit_build_hung")
+
+
+def test_a_build_that_finished_is_not_the_cause(tmp_path: Path) -> None:
+    text = (
+        "> compiling and loading fused kernels ...\n"
+        ">>> done with compiling and loading fused kernels. Compilation time: 2.1 seconds\n"
+        + _FIRST_COLLECTIVE_TIMED_OUT
+    )
+    report = triage(tmp_path, {"train.log": text})
+    assert "triage.software.jit_build_hung" not in {f.id for f in report.findings}, describe(report)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "RuntimeError: more than one node have assigned same rank at /opt/pytorch/torch/lib/THD/"
+            "process_group/General.cpp:17",
+            ("rendezvous", "triage.rendezvous.rank_claimed_twice"),
+        ),
+        (
+            "accelerate.utils.operations.DistributedOperationException: Cannot apply desired operation "
+            "due to shape mismatches. All Shapes across devices must be valid. Input shapes: - Process 0: "
+            "[8, 512] - Process 1: [8, 498]",
+            ("collective_mismatch", "triage.nccl.collective_shape"),
+        ),
+        ("[rank: 1] Child process ... terminated with code -9", ("host_oom", "triage.host.sigkill")),
+    ],
+)
+def test_start_up_claims_shapes_and_lightning_children(
+    tmp_path: Path, line: str, expected: tuple[str, str]
+) -> None:
+    report = triage(tmp_path, {"console.log": line + "\n"})
+    assert root_finding(report) == expected, describe(report)

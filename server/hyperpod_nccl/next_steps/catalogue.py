@@ -687,6 +687,33 @@ def _cuda_init(facts: Facts) -> list[SuggestedCommand]:
     ]
 
 
+def _jit_build_hung(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        on_node_check(
+            facts,
+            "find ~/.cache/torch_extensions megatron/fused_kernels/build -name lock",
+            "a lock file a killed build left (as the job's user, from the job's directory): the next build "
+            "waits on it for ever; remove it while no job runs",
+        )
+    ]
+
+
+def _mesh_sidecar(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        suggest(
+            "kubectl get namespace -L istio-injection",
+            why="the namespaces whose new pods get the sidecar (enabled): the job's among them",
+            permission="namespaces: list",
+        ),
+        suggest(
+            "kubectl describe pod",
+            *_pod_words(facts),
+            why="its containers: an istio-proxy beside the training container confirms it",
+            permission="pods: get",
+        ),
+    ]
+
+
 def _watchdog_hung(facts: Facts) -> list[SuggestedCommand]:
     return [
         kernel_log(
@@ -1807,6 +1834,8 @@ ID_STEPS: dict[str, Steps] = {
     "triage.config.fd_sharing_unsupported": _kernel_without_fd_sharing,
     "triage.config.cuda_init": _cuda_init,
     "triage.software.watchdog_hung": _watchdog_hung,
+    "triage.config.mesh_sidecar": _mesh_sidecar,
+    "triage.software.jit_build_hung": _jit_build_hung,
     "triage.config.socket_over_ib": _socket_over_ib,
     "triage.config.cuda_feature_unsupported": _cuda_feature_unsupported,
     "triage.software.foreign_connection": _foreign_connection,
@@ -1913,6 +1942,10 @@ REASONS: dict[str, str] = {
     "triage.software.local_rank_argument": (
         "the fix is in the script: read the local rank from the LOCAL_RANK environment variable (torchrun "
         "sets it), or declare both spellings: parser.add_argument('--local-rank', '--local_rank', type=int)"
+    ),
+    "triage.rendezvous.rank_claimed_twice": (
+        "the fix is in the launch: a file:// init file that does not exist yet for every run (delete it "
+        "between runs, or name it after the job id), and a distinct RANK or node rank for every process"
     ),
     "triage.config.local_rank_not_taken": (
         "the fix is in the launch: start the script with torchrun (it reads LOCAL_RANK from the "

@@ -236,6 +236,23 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 17",
     ),
+    "rank_claimed_twice": _fail(
+        "triage.rendezvous.rank_claimed_twice",
+        "Two processes claimed the same rank when the process group formed: a file:// init file an earlier "
+        "run left (it still holds that run's ranks), or every process launched with the same RANK",
+        C.RENDEZVOUS,
+        80,
+        "debugging-guide.md § 7",
+    ),
+    "mesh_sidecar": _warn(
+        "triage.config.mesh_sidecar",
+        "A service-mesh sidecar (Istio's Envoy) carries the job's own ports: the rendezvous store and "
+        "NCCL's connections pass through a proxy that starts after the training container, and that "
+        'torch.distributed does not expect; training pods run without it (sidecar.istio.io/inject: "false")',
+        C.CONFIG,
+        50,
+        "debugging-guide.md § 12",
+    ),
     "internal_assert": _fail(
         "triage.software.internal_assert",
         "An internal assertion of PyTorch failed (`INTERNAL ASSERT FAILED`): a bug in it, or a use it does "

@@ -185,6 +185,9 @@ COLLECTIVES = (
             # shape [64]`
             "Shape mismatch in the collective instance",
             "different input shapes at different members of the collective",
+            # accelerate's own check before gathering (`Cannot apply desired operation due to shape
+            # mismatches. All Shapes across devices must be valid. Input shapes: -Process 0:[16,174]…`)
+            "due to shape mismatches",
         ),
     ),
     # Horovod's stall inspector: tensors some ranks submitted and the others never did, by name.
@@ -464,10 +467,12 @@ PROCESS = (
     # `kubectl describe pod`: a container's exit code, 128 + N when signal N ended it.
     _p("worker_exit", "Exit Code:", r"Exit Code:\s+(?P<status_code>[1-9]\d*)\b"),
     # Other launchers: PyTorch Lightning, torch.multiprocessing.spawn, DeepSpeed, Open MPI.
+    # Lightning's `Child process with PID 652 terminated with code 1`, as pasted also with the pid
+    # shortened (`Child process ... terminated with code -9`).
     _p(
         "worker_exit",
-        "Child process with PID",
-        r"Child process with PID (?P<pid>\d+) terminated with code (?P<code>-?\d+)",
+        "Child process ",
+        r"Child process (?:with PID (?P<pid>\d+)|[^\s]{1,20}) terminated with code (?P<code>-?\d+)",
     ),
     _p(
         "worker_exit",
@@ -606,6 +611,15 @@ CONFIG = (
     # TensorFlow without NCCL's kernels (Windows, a build without NCCL) asked for MirroredStrategy's
     # default all-reduce: `No OpKernel was registered to support Op 'NcclAllReduce'`.
     _p("tf_without_nccl", "No OpKernel was registered to support Op 'Nccl"),
+    # An Istio (Envoy) sidecar handling the job's own ports, by its cluster names (direction|port|subset|
+    # host: `membership update for TLS cluster inbound|23456||`, an access log's
+    # `outbound|29500||master-0.default.svc.cluster.local`): the rendezvous store and
+    # NCCL's connections pass through a proxy that may not be up yet, or that speaks TLS to them.
+    _p(
+        "mesh_sidecar",
+        ("inbound|", "outbound|"),
+        r"\b(?:in|out)bound\|(?P<port>\d+)\|\|",
+    ),
     # Open MPI asked for CUDA support its build lacks (`The user requested CUDA support with the --mca
     # mpi_cuda_support 1 flag but the library was not compiled with any support.`): GPU buffers handed to
     # it then crash the processes.
@@ -863,6 +877,18 @@ CONFIG = (
         r"(?:Error building extension '(?P<name>[\w.-]+)'|ninja: build stopped|nvcc fatal\s*:\s*(?P<why>.*)"
         # ninja's line for the object that did not compile (`FAILED: fused_adam.cuda.o`)
         r"|^\s*FAILED: (?P<object>[\w./+-]+\.o)\s*$)",
+    ),
+    # One rank claimed twice when the group formed (`more than one node have assigned same rank`): a
+    # file:// init file left by an earlier run, or processes launched with the same RANK.
+    _p("rank_claimed_twice", ("have assigned same rank", "assigned the same rank")),
+    # An on-the-fly build of C++/CUDA code starting (Megatron's `> compiling and loading fused kernels
+    # ...`, torch.utils.cpp_extension's `Using <dir> as PyTorch extensions root...` and `Building
+    # extension module fused_adam...`) and finishing (`>>> done with compiling and loading fused
+    # kernels`, `Loading extension module fused_adam...`, DeepSpeed's `Time to load fused_adam op`).
+    _p("jit_build_done", ("done with compiling and loading", "Loading extension module", "Time to load ")),
+    _p(
+        "jit_build_start",
+        ("compiling and loading fused kernels", "as PyTorch extensions root", "Building extension module"),
     ),
     # A collective or DDP without a process group (`Default process group has not been initialized,
     # please make sure to call init_process_group.`): the script sets one up only under the launcher

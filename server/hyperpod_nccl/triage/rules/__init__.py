@@ -21,6 +21,7 @@ from hyperpod_nccl.triage.rules.diverged import diverged_after_training
 from hyperpod_nccl.triage.rules.exits import silent_exit
 from hyperpod_nccl.triage.rules.fabric import failed_at_first_contact
 from hyperpod_nccl.triage.rules.hosts import shared_hostname
+from hyperpod_nccl.triage.rules.jit_build import jit_build_hung
 from hyperpod_nccl.triage.rules.members import (
     bootstrap_refused,
     members_missing,
@@ -41,6 +42,7 @@ RULES: tuple[Rule, ...] = (
     obsolete_nccl,
     silent_exit,
     busy_outside_nccl,
+    jit_build_hung,
     ranks_drifted_apart,
     diverged_after_training,
     ais_counters,

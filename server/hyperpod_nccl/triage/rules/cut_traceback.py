@@ -35,6 +35,9 @@ _OUTSIDE = re.compile(
     r"|socket\.py|/ssl\.py"
     r"|/urllib|/requests/|/http/|/(?:shutil|os|pathlib)\.py|/fsspec/|/boto"
 )
+# ...and functions that fetch over the network wherever they live (`maybe_download`, `urlretrieve`):
+# a proxy, DNS, a sidecar not yet up or the server itself may be behind them.
+_FETCHING = re.compile(r"(?i)download|urlretrieve|urlopen|fetch")
 _RAISED = re.compile(r"[\s^~]*" + EXCEPTION_NAME + r":")
 _FILE = re.compile(r'File "(?P<file>[^"\n]{1,500})", line (?P<line>\d+), in (?P<function>\S+)')
 
@@ -90,7 +93,7 @@ def cut_traceback(incident: Incident) -> Outcome:
             "Probably a process asking for a GPU it cannot see (the traceback stops in "
             "torch.cuda.set_device)",
         )
-    if where is None or _OUTSIDE.search(where["file"]):
+    if where is None or _OUTSIDE.search(where["file"]) or _FETCHING.search(where["function"]):
         return Outcome()
     at = f"{where['file'].rsplit('/', 1)[-1]}:{where['line']} in {where['function']}"
     return _guess(
