@@ -196,8 +196,9 @@ def test_a_traceback_cut_in_the_training_code_is_a_low_guess_of_an_exception_the
             "/usr/local/lib/python2.7/dist-packages/tensorflow/contrib/learn/datasets/base.py",
             "maybe_download",
         ),
+        ("/opt/anaconda3/lib/python3.7/site-packages/torch/nn/parallel/distributed.py", "forward"),
     ],
-    ids=["process-group", "horovod", "dataloader", "a-download"],
+    ids=["process-group", "horovod", "dataloader", "a-download", "ddp-passing-the-call-on"],
 )
 def test_a_traceback_cut_where_any_cause_may_hide_stays_unknown(
     tmp_path: Path, deepest: str, function: str

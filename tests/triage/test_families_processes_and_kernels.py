@@ -232,3 +232,36 @@ def test_start_up_claims_shapes_and_lightning_children(
 ) -> None:
     report = triage(tmp_path, {"console.log": line + "\n"})
     assert root_finding(report) == expected, describe(report)
+
+
+def test_registration_refused_for_memory_asks_for_the_limit_and_then_the_kernel(tmp_path: Path) -> None:
+    text = "NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n"
+    report = triage(tmp_path, {"node1.log": text})
+    assert root_finding(report) == ("config", "triage.config.memlock"), describe(report)
+    commands = commands_of(report, "triage.config.memlock")
+    assert "ulimit -l" in commands and "uname -r" in commands and "/dev/shm" not in commands, commands
+
+
+def test_nccls_quoted_cuda_failure_names_the_call_it_returned_from(tmp_path: Path) -> None:
+    text = (
+        "worker-1: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1197, unhandled "
+        "cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.3\n"
+        "worker-1: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "worker-1: Last error:\n"
+        "worker-1: Cuda failure 'initialization error'\n"
+    )
+    report = triage(tmp_path, {"launcher.log": text})
+    assert root_finding(report) == ("config", "triage.config.cuda_init"), describe(report)
+    assert "triage.software.nccl_cuda_call" not in {f.id for f in report.findings}, describe(report)
+
+
+def test_the_heartbeat_monitors_own_termination_ends_the_run(tmp_path: Path) -> None:
+    text = (
+        "[E930 15:23:00.059980974 ProcessGroupNCCL.cpp:1487] [PG ID 4 PG GUID  Rank 2] ProcessGroupNCCL's "
+        "watchdog got stuck for 10 seconds without making progress in monitoring enqueued collectives.\n"
+        "[F930 15:23:07.686401350 ProcessGroupNCCL.cpp:1309] [PG ID 6 PG GUID  Rank 0] Terminating the "
+        "process after attempting to dump debug info, due to ProcessGroupNCCL watchdog hang.\n"
+    )
+    report = triage(tmp_path, {"mpirun.log": text})
+    assert report.job is not None and report.job.outcome is not None
+    assert report.job.outcome.outcome == "crashed", describe(report)

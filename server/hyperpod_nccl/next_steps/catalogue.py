@@ -680,9 +680,23 @@ def _cuda_init(facts: Facts) -> list[SuggestedCommand]:
             ["env"],
             "|",
             "grep -E 'CUDA|NVIDIA|LD_LIBRARY_PATH'",
-            why="run the way the launcher starts a worker (on its node, in its container): what CUDA is "
-            "given there; compare with a node whose ranks started",
+            why="in the environment the launcher gives a remote worker (for DeepSpeed's pdsh launch: the "
+            "variables of .deepspeed_env): what CUDA is given there; compare with a node whose ranks started",
             permission=_SHELL_IN_CONTAINER,
+        ),
+    ]
+
+
+def _memlock(facts: Facts) -> list[SuggestedCommand]:
+    return [
+        in_container_check(
+            "ulimit -l", "the locked-memory limit where the ranks run (unlimited rules it out)"
+        ),
+        on_node_check(
+            facts,
+            "uname -r",
+            "with memlock unlimited: the node's kernel, against a node that works or the last good run "
+            "(a kernel or driver update can break registration)",
         ),
     ]
 
@@ -1836,6 +1850,7 @@ ID_STEPS: dict[str, Steps] = {
     "triage.software.watchdog_hung": _watchdog_hung,
     "triage.config.mesh_sidecar": _mesh_sidecar,
     "triage.software.jit_build_hung": _jit_build_hung,
+    "triage.config.memlock": _memlock,
     "triage.config.socket_over_ib": _socket_over_ib,
     "triage.config.cuda_feature_unsupported": _cuda_feature_unsupported,
     "triage.software.foreign_connection": _foreign_connection,

@@ -1241,7 +1241,7 @@ def _ib_setup(event: Event) -> Meaning | None:
 
 _MEMLOCK = _fail(
     "triage.config.memlock",
-    "RDMA memory registration failed (memlock limit)",
+    "RDMA memory registration failed (the memlock limit; where it is unlimited, the kernel or driver)",
     C.CONFIG,
     78,
     "debugging-guide.md § 17",

@@ -156,7 +156,12 @@ NCCL_STATE = (
     _p("heartbeat", ("ProcessGroupNCCL's watchdog got stuck", "Heartbeat monitor timed out")),
     # PyTorch ≥ 2.0 prints it on a line of its own; 1.x ended the `Some NCCL operations have failed`
     # line with `To avoid this inconsistency, we are taking the entire process down.`
-    _p("take_down", ("To avoid data inconsistency", "taking the entire process down")),
+    # ...and the heartbeat monitor's own (`Terminating the process after attempting to dump debug info,
+    # due to ProcessGroupNCCL watchdog hang.`)
+    _p(
+        "take_down",
+        ("To avoid data inconsistency", "taking the entire process down", "Terminating the process after"),
+    ),
     _p(
         "async_error",
         "WorkNCCL(",
@@ -1966,6 +1971,9 @@ FACT_PATTERNS: tuple[Pattern, ...] = (
         # A Python name for a value (`trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)`,
         # source code a traceback echoes) says nothing about whether a checkpoint was passed.
         r"|load(?:ed|ing) checkpoint"
+        # a script's own words for it (`load model: checkpoint/start_ckpt.pt`, `loading weights from
+        # ckpt/step_1000.pt`)
+        r"|\bload(?:ed|ing)? (?:model|weights|state)(?: from)?:? \S*(?:ckpt|checkpoint)"
         r"|resume_from_checkpoint['\"]?\s*[=:]\s*(?!None|null|False|(?!True\b)[a-z_][\w.]{0,80}\s*[,)])\S",
     ),
 )

@@ -121,8 +121,11 @@ def _one_device_for_several(incident: Incident) -> list[Event]:
 
 
 def _cuda_failure_named(incident: Incident) -> bool:
-    """An NCCL WARN that names the CUDA call that failed (`init.cc:426 NCCL WARN Cuda failure '…'`)."""
-    return any("NCCL WARN" in e.text for e in incident.index.kind(*_CUDA_FAILURE_KINDS))
+    """NCCL naming the CUDA call that failed: its WARN (`init.cc:426 NCCL WARN Cuda failure '…'`), or the
+    `Last error:` PyTorch's exception quotes from it (`Cuda failure 'initialization error'`)."""
+    return any(
+        "NCCL WARN" in e.text or "Cuda failure" in e.text for e in incident.index.kind(*_CUDA_FAILURE_KINDS)
+    )
 
 
 def _after_transport_failure(events: list[Event], incident: Incident) -> bool:

@@ -27,11 +27,14 @@ _WEIGHT = 10  # below every rule that names a cause; above "a failure was seen" 
 _CONTINUED = frozenset(
     {"exception", "nccl_error", "nccl_warn", "cuda_error", "cuda_oom", "crash", "async_error", "last_words"}
 )
-# Frames in code that talks to the outside world: any cause may be behind them. The interpreter's own
+# Frames in code that talks to the outside world, or that only passes the call on: any cause may be
+# behind them. The interpreter's own
 # start-up frames (`<frozen runpy>`: `python -m`) say only that the paste stopped near its top.
 _OUTSIDE = re.compile(
     r"^<frozen |torch/distributed/|bin/torchrun|/c10d|/horovod/|torch/cuda/|torch/utils/data/"
     r"|serialization\.py|/multiprocessing/"
+    # PyTorch's module call and its DDP / DataParallel wrappers: the model's own frames, cut, come below
+    r"|torch/nn/parallel/|torch/nn/modules/module\.py"
     r"|socket\.py|/ssl\.py"
     r"|/urllib|/requests/|/http/|/(?:shutil|os|pathlib)\.py|/fsspec/|/boto"
 )
