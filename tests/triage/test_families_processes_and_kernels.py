@@ -265,3 +265,9 @@ def test_the_heartbeat_monitors_own_termination_ends_the_run(tmp_path: Path) -> 
     report = triage(tmp_path, {"mpirun.log": text})
     assert report.job is not None and report.job.outcome is not None
     assert report.job.outcome.outcome == "crashed", describe(report)
+
+
+def test_an_engine_for_two_gpus_run_as_one_process_is_the_launch(tmp_path: Path) -> None:
+    text = "AssertionError: Engine world size (4) != Runtime world size (1)\n"
+    report = triage(tmp_path, {"run.log": text})
+    assert root_finding(report) == ("config", "triage.config.engine_world_size"), describe(report)

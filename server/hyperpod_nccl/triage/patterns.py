@@ -952,6 +952,8 @@ CONFIG = (
     # An engine built for another number of GPUs than the processes launched (TensorRT-LLM:
     # `Assertion failed: mpiSize == tp * pp`).
     _p("engine_world_size", ("mpiSize == tp * pp", "mpiSize == tp*pp")),
+    # ...and its Python runtime's words: `AssertionError: Engine world size (2) != Runtime world size (1)`.
+    _p("engine_world_size", "Engine world size", r"Engine world size \(\d+\) != Runtime world size \(\d+\)"),
     # A compiled extension without the constructor or signature this Python code calls (pybind11's
     # `No constructor defined!`, `__init__(): incompatible constructor arguments`): a package built
     # for another torch than the one it runs with.
