@@ -889,7 +889,8 @@ CONFIG = (
     # An on-the-fly build of C++/CUDA code starting (Megatron's `> compiling and loading fused kernels
     # ...`, torch.utils.cpp_extension's `Using <dir> as PyTorch extensions root...` and `Building
     # extension module fused_adam...`) and finishing (`>>> done with compiling and loading fused
-    # kernels`, `Loading extension module fused_adam...`, DeepSpeed's `Time to load fused_adam op`).
+    # kernels`, `Loading extension module fused_adam...`, DeepSpeed's `Time to load fused_adam op`). The
+    # finish comes first: Megatron's line for it holds the start's words too.
     _p("jit_build_done", ("done with compiling and loading", "Loading extension module", "Time to load ")),
     _p(
         "jit_build_start",

@@ -28,8 +28,8 @@ _CONTINUED = frozenset(
     {"exception", "nccl_error", "nccl_warn", "cuda_error", "cuda_oom", "crash", "async_error", "last_words"}
 )
 # Frames in code that talks to the outside world, or that only passes the call on: any cause may be
-# behind them. The interpreter's own
-# start-up frames (`<frozen runpy>`: `python -m`) say only that the paste stopped near its top.
+# behind them. The interpreter's own start-up frames (`<frozen runpy>`: `python -m`) say only that the
+# paste stopped near its top.
 _OUTSIDE = re.compile(
     r"^<frozen |torch/distributed/|bin/torchrun|/c10d|/horovod/|torch/cuda/|torch/utils/data/"
     r"|serialization\.py|/multiprocessing/"
