@@ -271,3 +271,55 @@ def test_an_engine_for_two_gpus_run_as_one_process_is_the_launch(tmp_path: Path)
     text = "AssertionError: Engine world size (4) != Runtime world size (1)\n"
     report = triage(tmp_path, {"run.log": text})
     assert root_finding(report) == ("config", "triage.config.engine_world_size"), describe(report)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory",
+            ("config", "triage.config.library_not_found"),
+        ),
+        (
+            "EnforceNotMet: Failed to find dynamic library: libnccl.so ( libnccl.so: cannot open shared "
+            "object file: No such file or directory )",
+            ("config", "triage.config.library_not_found"),
+        ),
+        (
+            "MPICH ERROR [Rank 3] [job id 1234] [x1000c0s1b0n0] - Abort(-1) (rank 3 in comm 0): "
+            "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked",
+            ("config", "triage.config.mpi_gtl_not_linked"),
+        ),
+        (
+            "RuntimeError: This trainer does not work on multi-GPU setups yet.",
+            ("config", "triage.config.single_gpu_library"),
+        ),
+        (
+            "not ready endpoints:['10.0.0.2:6070', '10.0.0.2:6071']",
+            ("rendezvous", "triage.rendezvous.peers_not_ready"),
+        ),
+    ],
+)
+def test_environments_builds_and_launches_that_do_not_fit(
+    tmp_path: Path, line: str, expected: tuple[str, str]
+) -> None:
+    report = triage(tmp_path, {"console.log": line + "\n"})
+    assert root_finding(report) == expected, describe(report)
+
+
+def test_nccls_optional_plugin_it_goes_without_is_no_missing_library(tmp_path: Path) -> None:
+    text = (
+        "node1:155:155 [0] NCCL INFO NET/Plugin: Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: "
+        "cannot open shared object file: No such file or directory\n"
+    )
+    report = triage(tmp_path, {"node1.log": text})
+    assert "triage.config.library_not_found" not in {f.id for f in report.findings}, describe(report)
+
+
+def test_a_missing_module_under_torch_extensions_is_the_build_that_never_made_it(tmp_path: Path) -> None:
+    text = (
+        "[rank1]: ImportError: /home/u/.cache/torch_extensions/py310_cu121/cpu_adam/cpu_adam.so: cannot "
+        "open shared object file: No such file or directory\n"
+    )
+    report = triage(tmp_path, {"rank1.log": text})
+    assert root_finding(report) == ("software", "triage.software.extension_build"), describe(report)

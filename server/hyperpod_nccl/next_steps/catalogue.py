@@ -1958,6 +1958,24 @@ REASONS: dict[str, str] = {
         "the fix is in the script: read the local rank from the LOCAL_RANK environment variable (torchrun "
         "sets it), or declare both spellings: parser.add_argument('--local-rank', '--local_rank', type=int)"
     ),
+    "triage.config.library_not_found": (
+        "the fix is in the job's environment: install the library the line names there (the image, the "
+        "virtualenv, the node), or add its directory to LD_LIBRARY_PATH; for a versioned name, a build "
+        "made for the CUDA the node has"
+    ),
+    "triage.config.mpi_gtl_not_linked": (
+        "the fix is in the build: rebuild the program (mpi4py, the application) with the Cray compiler "
+        "wrappers and the GPU modules loaded so it links libmpi_gtl_cuda, or leave MPICH_GPU_SUPPORT_ENABLED "
+        "unset where it hands MPI no GPU buffers"
+    ),
+    "triage.config.single_gpu_library": (
+        "the fix is in the launch: give the process one GPU (CUDA_VISIBLE_DEVICES=0 before it starts), or "
+        "use a library or edition that supports several"
+    ),
+    "triage.rendezvous.peers_not_ready": (
+        "the fix is in the launch: run the same launch command on every node its list names (PaddlePaddle's "
+        "--ips), each within the wait, and open the listed ports between the nodes"
+    ),
     "triage.rendezvous.rank_claimed_twice": (
         "the fix is in the launch: a file:// init file that does not exist yet for every run (delete it "
         "between runs, or name it after the job id), and a distinct RANK or node rank for every process"

@@ -236,6 +236,40 @@ _SIMPLE: dict[str, Meaning] = {
         80,
         "debugging-guide.md § 17",
     ),
+    "library_not_found": _fail(
+        "triage.config.library_not_found",
+        "A shared library the process needs is not where the loader looks (`cannot open shared object "
+        "file`): not installed in this environment or image, or its directory missing from LD_LIBRARY_PATH; "
+        "a versioned name (libcudart.so.11.0) asks for the CUDA another build was made for",
+        C.CONFIG,
+        62,
+        "debugging-guide.md § 10",
+    ),
+    "mpi_gtl_not_linked": _fail(
+        "triage.config.mpi_gtl_not_linked",
+        "Cray MPICH was told to use GPU buffers (MPICH_GPU_SUPPORT_ENABLED=1) by a program not linked with "
+        "its GPU transport library (GTL): build it (mpi4py, the application) with the Cray compiler wrappers "
+        "and the GPU modules loaded, or link libmpi_gtl_cuda",
+        C.CONFIG,
+        82,
+        "debugging-guide.md § 10",
+    ),
+    "single_gpu_library": _fail(
+        "triage.config.single_gpu_library",
+        "A library made for one GPU saw several and refused: give its process one GPU "
+        "(CUDA_VISIBLE_DEVICES=0), or use a library or edition that supports several",
+        C.CONFIG,
+        80,
+        "debugging-guide.md § 10",
+    ),
+    "peers_not_ready": _fail(
+        "triage.rendezvous.peers_not_ready",
+        "The launcher waited for other nodes' endpoints that never came up (PaddlePaddle's `not ready "
+        "endpoints`): the launch was not started on those nodes, or their ports cannot be reached from here",
+        C.RENDEZVOUS,
+        70,
+        "debugging-guide.md § 7",
+    ),
     "rank_claimed_twice": _fail(
         "triage.rendezvous.rank_claimed_twice",
         "Two processes claimed the same rank when the process group formed: a file:// init file an earlier "
@@ -1660,6 +1694,14 @@ _CUDA_INIT_FAILED = _fail(
 )
 
 
+def _library_not_found(event: Event) -> Meaning:
+    """A module under torch's extensions root that is not there is the on-the-fly build's output: the
+    build failed, whatever the environment."""
+    if "torch_extensions" in event.text:
+        return _SIMPLE["extension_build"]
+    return _SIMPLE["library_not_found"]
+
+
 def _cuda_error(event: Event) -> Meaning:
     what = event.fields.get("what", "")
     if "operation not supported" in what and "NCCL" in event.text:
@@ -2219,6 +2261,7 @@ _SPECIAL: dict[str, Callable[[Event], Meaning | None]] = {
     "transport_error": _transport_error,
     "async_error": _async_error,
     "cuda_error": _cuda_error,
+    "library_not_found": _library_not_found,
     "ib_setup": _ib_setup,
     "crash": _crash,
     "store_barrier": _store_barrier,

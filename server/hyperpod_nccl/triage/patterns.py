@@ -883,6 +883,30 @@ CONFIG = (
         # ninja's line for the object that did not compile (`FAILED: fused_adam.cuda.o`)
         r"|^\s*FAILED: (?P<object>[\w./+-]+\.o)\s*$)",
     ),
+    # A shared library the loader could not find (`ImportError: libcudart.so.11.0: cannot open shared
+    # object file`, Paddle's `Failed to find dynamic library: libnccl.so`). NCCL's INFO lines about an
+    # optional plugin it then goes without say the same words and are no failure.
+    _p(
+        "library_not_found",
+        ("cannot open shared object file", "Failed to find dynamic library"),
+        r"^(?!.*(?:NCCL INFO|[Pp]lugin|NET/))(?:.*?(?P<library>lib[\w+.-]{1,80}\.so[\d.]*))?",
+        key="library",
+    ),
+    # Cray MPICH told to use GPU buffers (MPICH_GPU_SUPPORT_ENABLED=1) by a program not linked with its
+    # GPU transport library: `MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not
+    # linked` (a pip-installed mpi4py, a binary built without the Cray compiler wrappers).
+    _p("mpi_gtl_not_linked", "GTL library is not linked"),
+    # A library made for one GPU that saw several (`Unsloth currently does not work on multi GPU setups`).
+    _p(
+        "single_gpu_library",
+        ("multi GPU setups", "multi-GPU setups", "multiple GPUs"),
+        r"(?i)(?:does not|doesn't|do not|cannot|can't) (?:work|run|support)\w* "
+        r"(?:on|with)? ?multi(?:ple)?[- ]GPU",
+    ),
+    # PaddlePaddle's launcher waiting for the other nodes' trainers (`server not ready, wait 3 sec to
+    # retry...`, `not ready endpoints:['10.36.10.40:6070', …]`): they were never started there, or their
+    # ports cannot be reached.
+    _p("peers_not_ready", "not ready endpoints"),
     # One rank claimed twice when the group formed (`more than one node have assigned same rank`): a
     # file:// init file left by an earlier run, or processes launched with the same RANK.
     _p("rank_claimed_twice", ("have assigned same rank", "assigned the same rank")),
