@@ -278,6 +278,10 @@ def test_an_engine_for_two_gpus_run_as_one_process_is_the_launch(tmp_path: Path)
     [
         (
             "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory",
+            ("software", "triage.software.library_version_not_found"),
+        ),
+        (
+            "OSError: libnccl.so: cannot open shared object file: No such file or directory",
             ("config", "triage.config.library_not_found"),
         ),
         (

@@ -1960,8 +1960,11 @@ REASONS: dict[str, str] = {
     ),
     "triage.config.library_not_found": (
         "the fix is in the job's environment: install the library the line names there (the image, the "
-        "virtualenv, the node), or add its directory to LD_LIBRARY_PATH; for a versioned name, a build "
-        "made for the CUDA the node has"
+        "virtualenv, the node), or add its directory to LD_LIBRARY_PATH"
+    ),
+    "triage.software.library_version_not_found": (
+        "the fix is in the environment's versions: install the build made for the CUDA or library release "
+        "the node has (the wheel's CUDA tag), or the release the build asks for"
     ),
     "triage.config.mpi_gtl_not_linked": (
         "the fix is in the build: rebuild the program (mpi4py, the application) with the Cray compiler "

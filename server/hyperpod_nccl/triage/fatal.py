@@ -239,8 +239,7 @@ _SIMPLE: dict[str, Meaning] = {
     "library_not_found": _fail(
         "triage.config.library_not_found",
         "A shared library the process needs is not where the loader looks (`cannot open shared object "
-        "file`): not installed in this environment or image, or its directory missing from LD_LIBRARY_PATH; "
-        "a versioned name (libcudart.so.11.0) asks for the CUDA another build was made for",
+        "file`): not installed in this environment or image, or its directory missing from LD_LIBRARY_PATH",
         C.CONFIG,
         62,
         "debugging-guide.md § 10",
@@ -1694,11 +1693,26 @@ _CUDA_INIT_FAILED = _fail(
 )
 
 
+# A versioned name the loader cannot find (`libcudart.so.11.0`): something was built against a release
+# of that library the environment does not have.
+_LIBRARY_VERSION_NOT_FOUND = _fail(
+    "triage.software.library_version_not_found",
+    "A library asks for a release of a shared library that is not here (`libcudart.so.11.0: cannot open "
+    "shared object file`): a build made for another CUDA or library release than the one installed",
+    C.SOFTWARE,
+    62,
+    "debugging-guide.md § 10",
+)
+
+
 def _library_not_found(event: Event) -> Meaning:
     """A module under torch's extensions root that is not there is the on-the-fly build's output: the
-    build failed, whatever the environment."""
+    build failed, whatever the environment. A versioned name is a build for another release; an
+    unversioned one, a library not installed or not on the loader's path."""
     if "torch_extensions" in event.text:
         return _SIMPLE["extension_build"]
+    if re.search(r"\.so\.\d", event.fields.get("library", "")):
+        return _LIBRARY_VERSION_NOT_FOUND
     return _SIMPLE["library_not_found"]
 
 

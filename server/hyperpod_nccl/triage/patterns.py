@@ -885,11 +885,13 @@ CONFIG = (
     ),
     # A shared library the loader could not find (`ImportError: libcudart.so.11.0: cannot open shared
     # object file`, Paddle's `Failed to find dynamic library: libnccl.so`). NCCL's INFO lines about an
-    # optional plugin it then goes without say the same words and are no failure.
+    # optional plugin it then goes without say the same words and are no failure; the container
+    # toolkit's own (`nvidia-container-cli: … load library failed`) is its family.
     _p(
         "library_not_found",
         ("cannot open shared object file", "Failed to find dynamic library"),
-        r"^(?!.*(?:NCCL INFO|[Pp]lugin|NET/))(?:.*?(?P<library>lib[\w+.-]{1,80}\.so[\d.]*))?",
+        r"^(?!.*(?:NCCL INFO|[Pp]lugin|NET/|nvidia-container-cli))"
+        r"(?:.*?(?P<library>lib[\w+-]{1,80}\.so[\d.]*))?",
         key="library",
     ),
     # Cray MPICH told to use GPU buffers (MPICH_GPU_SUPPORT_ENABLED=1) by a program not linked with its
