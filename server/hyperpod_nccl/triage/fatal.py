@@ -1695,6 +1695,7 @@ _CUDA_INIT_FAILED = _fail(
 
 # A versioned name the loader cannot find (`libcudart.so.11.0`): something was built against a release
 # of that library the environment does not have.
+_VERSIONED_LIBRARY = re.compile(r"\.so\.\d")
 _LIBRARY_VERSION_NOT_FOUND = _fail(
     "triage.software.library_version_not_found",
     "A library asks for a release of a shared library that is not here (`libcudart.so.11.0: cannot open "
@@ -1711,7 +1712,7 @@ def _library_not_found(event: Event) -> Meaning:
     unversioned one, a library not installed or not on the loader's path."""
     if "torch_extensions" in event.text:
         return _SIMPLE["extension_build"]
-    if re.search(r"\.so\.\d", event.fields.get("library", "")):
+    if _VERSIONED_LIBRARY.search(event.fields.get("library", "")):
         return _LIBRARY_VERSION_NOT_FOUND
     return _SIMPLE["library_not_found"]
 

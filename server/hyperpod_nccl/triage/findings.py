@@ -52,7 +52,7 @@ def evidence(event: Event, topology: Topology) -> Evidence:
         line=event.line,
         text=text,
         rank=event.rank,
-        node=event.node or topology.node_of(event.rank),
+        node=topology.node_of_line(event),
     )
 
 

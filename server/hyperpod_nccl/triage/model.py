@@ -199,6 +199,12 @@ class Incident:
     def nodes_of(self, ranks: Iterable[int]) -> list[str]:
         return sorted({n for r in ranks if (n := self.topology.node_of(r))})
 
+    def node_of_line(self, event: Event) -> str | None:
+        return self.topology.node_of_line(event)
+
+    def nodes_of_lines(self, events: Iterable[Event]) -> list[str]:
+        return sorted({n for e in events if (n := self.node_of_line(e))})
+
     def at(self, event: Event | None) -> datetime | None:
         return self.clock.at(event.stamp) if event is not None else None
 

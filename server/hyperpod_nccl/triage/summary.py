@@ -58,6 +58,10 @@ class Topology:
     def node_of(self, rank: int | None) -> str | None:
         return self.rank_node.get(rank) if rank is not None else None
 
+    def node_of_line(self, event: Event) -> str | None:
+        """The node a line came from: the one its own prefix names, else its rank's."""
+        return event.node or self.node_of(event.rank)
+
 
 def build_topology(scans: Iterable[FileScan], by_kind: ByKind) -> Topology:
     topology = Topology()
@@ -265,7 +269,7 @@ def node_versions(by_kind: ByKind, topology: Topology) -> dict[str, dict[str, st
     versions: dict[str, dict[str, str]] = {}
     unnamed: dict[str, dict[str, str]] = {}  # a paste that names no node at all: its one machine, ""
     for event in (e for kind in _VERSION_KINDS for e in by_kind.get(kind, ())):
-        node = event.node or topology.node_of(event.rank)
+        node = topology.node_of_line(event)
         found = versions.setdefault(node, {}) if node is not None else unnamed.setdefault(UNNAMED_NODE, {})
         if event.kind in ("nccl_version", "nccl_error", "remote_exit") and "version" in event.fields:
             found.setdefault("nccl", nccl_release(event.fields["version"]))

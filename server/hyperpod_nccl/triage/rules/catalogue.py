@@ -152,7 +152,7 @@ def _after_transport_failure(events: list[Event], incident: Incident) -> bool:
 def catalogue_finding(group: Group, incident: Incident) -> Finding:
     meaning, events = group.meaning, group.events
     ranks = sorted({e.rank for e in events if e.rank is not None})
-    nodes = sorted({n for e in events if (n := e.node or incident.node_of(e.rank))})
+    nodes = incident.nodes_of_lines(events)
     lines = sum(e.count for e in events)
     detail = f"Seen {lines} time{'s' if lines > 1 else ''}" + (
         f" on {scope(ranks, nodes)}" if ranks or nodes else ""

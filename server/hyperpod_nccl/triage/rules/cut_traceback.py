@@ -134,7 +134,7 @@ def _guess(
         reference=reference,
         detail=detail,
         ranks=[frame.rank] if frame.rank is not None else [],
-        nodes=[node] if (node := frame.node or incident.node_of(frame.rank)) else [],
+        nodes=[node] if (node := incident.node_of_line(frame)) else [],
         evidence=[evidence(frame, incident.topology)],
     )
     return blamed(

@@ -29,7 +29,7 @@ _FABRIC_ERRORS = frozenset(
 def never_worked(candidate: Candidate, group: Group, incident: Incident) -> None:
     if group.meaning.id not in _FABRIC_ERRORS or incident.progressed_before(candidate.when):
         return
-    nodes = {e.node or incident.node_of(e.rank) for e in group.events} - {None}
+    nodes = set(incident.nodes_of_lines(group.events))
     everywhere = len(nodes) >= 2 and nodes >= set(incident.topology.nodes)
     # A paste that starts at the error shows nothing of the job before it: first use is then a guess.
     first = candidate.first

@@ -30,7 +30,7 @@ def jit_build_hung(incident: Incident) -> Outcome:
     if started is None:
         return Outcome()
     ranks = [started.rank] if started.rank is not None else []
-    nodes = [node] if (node := started.node or incident.node_of(started.rank)) else []
+    nodes = [node] if (node := incident.node_of_line(started)) else []
     finding = Finding(
         id=JIT_BUILD_HUNG_ID,
         status=Status.FAIL,

@@ -158,15 +158,13 @@ def _fabric_origin(candidate: Candidate, group: Group, incident: Incident) -> No
     pointed: dict[str, set[str]] = {}
     for event in incident.index.kind(*_POINTING_KINDS):
         target = peer_node(event, incident)
-        reporter = event.node or incident.node_of(event.rank)
+        reporter = incident.node_of_line(event)
         if target and target != reporter:
             pointed.setdefault(target, set()).add(reporter or f"{event.source}:{event.line}")
     origin = _most_pointed(pointed) or _first_node(group.events, incident)
     if origin is None:
         return
-    on_node = {
-        r for e in group.events if (e.node or incident.node_of(e.rank)) == origin for r in event_ranks(e)
-    }
+    on_node = {r for e in group.events if incident.node_of_line(e) == origin for r in event_ranks(e)}
     candidate.ranks = sorted(on_node) or sorted(
         r for r, n in incident.topology.rank_node.items() if n == origin
     )
@@ -202,7 +200,7 @@ def _most_pointed(pointed: dict[str, set[str]]) -> str | None:
 def _first_node(events: list[Event], incident: Incident) -> str | None:
     firsts: dict[str, datetime] = {}
     for event in events:
-        node = event.node or incident.node_of(event.rank)
+        node = incident.node_of_line(event)
         moment = incident.at(event)
         if node and moment and (node not in firsts or moment < firsts[node]):
             firsts[node] = moment

@@ -135,7 +135,7 @@ def unexplained_failure(incident: Incident) -> Outcome:
     what, reference = (_PRIMARY | _CONSEQUENCES)[first.kind]
     witnesses = _witnesses(incident, first, primary + following)
     ranks = [first.rank] if first.rank is not None else []
-    nodes = [node] if (node := first.node or incident.node_of(first.rank)) else []
+    nodes = [node] if (node := incident.node_of_line(first)) else []
     seen = _what_was_seen(primary + following)
     references = {(_PRIMARY | _CONSEQUENCES)[e.kind][1] for e in witnesses}
     known_causes = ""
@@ -228,7 +228,7 @@ def _stopped_from_outside(incident: Incident, signal: Event) -> Outcome:
         title=f"The job was stopped from outside: {receiver} received {name} before any failure showed",
         reference=_SCHEDULER_SECTION,
         detail=f"Nothing in the logs failed before {receiver} was told to shut down: {sender}",
-        nodes=[n for n in [signal.node or incident.node_of(signal.rank)] if n],
+        nodes=[node] if (node := incident.node_of_line(signal)) else [],
         evidence=[evidence(signal, incident.topology)],
     )
     return blamed(
@@ -254,7 +254,7 @@ def _watchdog_hung(incident: Incident, heartbeats: list[Event]) -> Outcome:
     order on each rank, which NCCL 2.23 and later no longer tolerate)."""
     first = incident.first(heartbeats) or heartbeats[0]
     ranks = sorted({e.rank for e in heartbeats if e.rank is not None})
-    nodes = sorted({n for e in heartbeats if (n := e.node or incident.node_of(e.rank))})
+    nodes = incident.nodes_of_lines(heartbeats)
     finding = Finding(
         id=WATCHDOG_HUNG_ID,
         status=Status.FAIL,

@@ -42,7 +42,7 @@ def _skew(
     topology = incident.topology
     odd_ranks = sorted(r for r, node in topology.rank_node.items() if node in odd_nodes)
     of_kind = incident.index.kind(kind)
-    witnesses = [e for e in of_kind if (e.node or topology.node_of(e.rank)) in odd_nodes][:1]
+    witnesses = [e for e in of_kind if topology.node_of_line(e) in odd_nodes][:1]
     witnesses += [e for e in of_kind if nccl_release(e.fields.get("version", "")) == majority][:1]
     spread = ", ".join(
         f"{version} on {count} node{'s' if count > 1 else ''}" for version, count in counts.most_common()
@@ -89,7 +89,7 @@ def obsolete_nccl(incident: Incident) -> Outcome:
         title=f"Built against NCCL {version}, long unsupported",
         reference="debugging-guide.md § 10",
         detail="NCCL 1.x predates current GPUs, drivers and CUDA: build against a current NCCL 2 release.",
-        nodes=sorted({n for e in old if (n := e.node or incident.node_of(e.rank))}),
+        nodes=incident.nodes_of_lines(old),
         evidence=[evidence(e, incident.topology) for e in old[:2]],
     )
     return blamed(
